@@ -1,0 +1,34 @@
+"""Team-scoped querysets: the only way views, API and tasks reach team-owned rows.
+
+Every team-owned model has a ``team`` foreign key and a manager built on TeamQuerySet, so a new view starts from
+``Model.objects.for_user(user)`` or ``.for_agent_key(key)`` and cannot forget the team.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+def role_at_least(role: str) -> list[str]:
+    from .models import ROLE_RANK
+
+    return [r for r, rank in ROLE_RANK.items() if rank >= ROLE_RANK[role]]
+
+
+class TeamQuerySet(models.QuerySet):
+    def for_team(self, team):
+        return self.filter(team=team)
+
+    def for_user(self, user, role: str = "viewer"):
+        """Rows of the teams where the user holds at least ``role``."""
+        if user is None or not user.is_authenticated:
+            return self.none()
+        from .models import Membership
+
+        team_ids = Membership.objects.filter(user=user, role__in=role_at_least(role)).values("team_id")
+        return self.filter(team_id__in=team_ids)
+
+    def for_agent_key(self, key):
+        if key is None:
+            return self.none()
+        return self.filter(team_id=key.team_id)

@@ -1,0 +1,259 @@
+"""Memory stores, their entries and every version of them; agent sessions; what context was served to whom."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from dreamweb.models import AgentKey, Team
+from dreamweb.tenancy import TeamQuerySet
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the content: the entry's ETag and the base hash every write names."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class StoreKind(models.TextChoices):
+    SHARED = "shared", "Shared by the whole team"
+    PROJECT = "project", "One project"
+    AGENT = "agent", "One agent"
+
+
+class MemoryStore(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="stores")
+    slug = models.SlugField(max_length=100)
+    name = models.CharField(max_length=200, blank=True)
+    kind = models.CharField(max_length=10, choices=StoreKind.choices, default=StoreKind.PROJECT)
+    agents_may_write = models.BooleanField(default=False)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = TeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["team__slug", "slug"]
+        constraints = [models.UniqueConstraint(fields=["team", "slug"], name="memorystore_unique_team_slug")]
+
+    def __str__(self) -> str:
+        return f"{self.team.slug}/{self.slug}" if self.team_id else self.slug
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.slug
+
+
+class EntryStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    ARCHIVED = "archived", "Archived"
+
+
+class Origin(models.TextChoices):
+    HUMAN = "human", "Written by a person"
+    AGENT = "agent", "Written by an agent in-band"
+    DREAM = "dream", "Proposed by a dream"
+    IMPORT = "import", "Imported"
+
+
+class MemoryEntryQuerySet(TeamQuerySet):
+    def active(self):
+        return self.filter(status=EntryStatus.ACTIVE)
+
+    def for_store(self, store):
+        return self.filter(store=store)
+
+
+class MemoryEntry(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    store = models.ForeignKey(MemoryStore, on_delete=models.CASCADE, related_name="entries")
+    key = models.CharField(max_length=200)
+    content = models.TextField()
+    scope_agent = models.CharField(max_length=100, null=True, blank=True)
+    scope_task = models.CharField(max_length=100, null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=10, choices=EntryStatus.choices, default=EntryStatus.ACTIVE)
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.HUMAN)
+    version = models.PositiveIntegerField(default=1)
+    content_hash = models.CharField(max_length=64)
+    rating = models.FloatField(default=0.0, help_text="Mean feedback in [-1, 1]; ranking uses it.")
+    rating_count = models.PositiveIntegerField(default=0)
+    last_served_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = MemoryEntryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["key"]
+        verbose_name_plural = "memory entries"
+        constraints = [models.UniqueConstraint(fields=["store", "key"], name="memoryentry_unique_store_key")]
+        indexes = [models.Index(fields=["store", "status", "updated_at"], name="memoryentry_store_status")]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def scope(self) -> dict:
+        return {"agent": self.scope_agent, "task": self.scope_task}
+
+
+class Operation(models.TextChoices):
+    CREATE = "create", "Created"
+    UPDATE = "update", "Updated"
+    ARCHIVE = "archive", "Archived"
+    RESTORE = "restore", "Restored"
+    REVERT = "revert", "Reverted"
+    MERGE = "merge", "Merged"
+    IMPORT = "import", "Imported"
+
+
+class AuthorKind(models.TextChoices):
+    USER = "user", "Person"
+    AGENT = "agent", "Agent key"
+    DREAM = "dream", "Dream run"
+    SYSTEM = "system", "System"
+
+
+class MemoryVersionQuerySet(TeamQuerySet):
+    pass
+
+
+class MemoryVersion(models.Model):
+    """One state of an entry, with who made it, when, from which session or proposal, and on what evidence."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    entry = models.ForeignKey(MemoryEntry, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    operation = models.CharField(max_length=10, choices=Operation.choices)
+    key = models.CharField(max_length=200)
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    previous_hash = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=10, choices=EntryStatus.choices, default=EntryStatus.ACTIVE)
+    scope_agent = models.CharField(max_length=100, null=True, blank=True)
+    scope_task = models.CharField(max_length=100, null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    author_kind = models.CharField(max_length=10, choices=AuthorKind.choices)
+    author_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    author_key = models.ForeignKey(AgentKey, null=True, blank=True, on_delete=models.SET_NULL)
+    # Ids of reviews.DreamRun / reviews.Proposal: plain integers because memory must not import reviews.
+    author_run_id = models.BigIntegerField(null=True, blank=True)
+    proposal_id = models.BigIntegerField(null=True, blank=True)
+    session = models.ForeignKey("AgentSession", null=True, blank=True, on_delete=models.SET_NULL)
+    reason = models.TextField(blank=True)
+    evidence = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = MemoryVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["entry_id", "-number"]
+        constraints = [models.UniqueConstraint(fields=["entry", "number"], name="memoryversion_unique_entry_number")]
+
+    def __str__(self) -> str:
+        return f"{self.key} v{self.number}"
+
+    @property
+    def author_label(self) -> str:
+        if self.author_kind == AuthorKind.USER and self.author_user_id:
+            return self.author_user.get_username()
+        if self.author_kind == AuthorKind.AGENT and self.author_key_id:
+            return f"key {self.author_key.name}"
+        if self.author_kind == AuthorKind.DREAM and self.author_run_id:
+            return f"dream run #{self.author_run_id}"
+        return self.get_author_kind_display()
+
+
+class Outcome(models.TextChoices):
+    SUCCESS = "success", "Success"
+    FAILURE = "failure", "Failure"
+    ABANDONED = "abandoned", "Abandoned"
+    UNKNOWN = "unknown", "Unknown"
+
+
+class AgentSessionQuerySet(TeamQuerySet):
+    pass
+
+
+class AgentSession(models.Model):
+    """One agent session in the canonical format of contracts/session.schema.json."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    external_id = models.CharField(max_length=200)
+    agent = models.CharField(max_length=100)
+    task = models.CharField(max_length=100, null=True, blank=True)
+    end_user = models.CharField(max_length=200, null=True, blank=True, help_text="The session's `user` field.")
+    model = models.CharField(max_length=100, null=True, blank=True)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.UNKNOWN)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    events = models.JSONField(default=list)
+    event_count = models.PositiveIntegerField(default=0)
+    size_bytes = models.PositiveIntegerField(default=0)
+    source_format = models.CharField(max_length=40, default="dreamweb-session-v1")
+    ingested_by = models.ForeignKey(AgentKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    ingested_at = models.DateTimeField(default=timezone.now)
+
+    objects = AgentSessionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "external_id"], name="agentsession_unique_team_external_id")
+        ]
+        indexes = [models.Index(fields=["team", "agent"], name="agentsession_team_agent")]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class ContextServe(models.Model):
+    """Which entry versions and skills went to which key, agent, task and session: the audit trail of context."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    store = models.ForeignKey(MemoryStore, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    agent_key = models.ForeignKey(AgentKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    agent = models.CharField(max_length=100, blank=True)
+    task = models.CharField(max_length=100, blank=True)
+    session_external_id = models.CharField(max_length=200, blank=True, db_index=True)
+    query = models.TextField(blank=True)
+    # [{"entry_id", "key", "version", "content_hash"}]
+    entries = models.JSONField(default=list)
+    # [{"name", "version"}]
+    skills = models.JSONField(default=list)
+    tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = TeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"context for {self.agent or '?'} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class Feedback(models.Model):
+    """A rating of an entry by an agent or a person; the entry's mean rating feeds context ranking."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    entry = models.ForeignKey(MemoryEntry, on_delete=models.CASCADE, related_name="feedback")
+    score = models.FloatField(help_text="Normalised to [-1, 1].")
+    source = models.CharField(max_length=100, blank=True)
+    agent_key = models.ForeignKey(AgentKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    session_external_id = models.CharField(max_length=200, blank=True)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = TeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.score:+.1f} for entry {self.entry_id}"

@@ -1,0 +1,371 @@
+"""The one place that writes memory entries. Every write is a new MemoryVersion with full provenance, and every
+change of an existing entry names the content hash it was prepared against (optimistic concurrency): a stale hash
+raises StaleWrite and nothing is overwritten."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from .models import (
+    AuthorKind,
+    EntryStatus,
+    MemoryEntry,
+    MemoryStore,
+    MemoryVersion,
+    Operation,
+    Origin,
+    content_hash,
+)
+
+
+class MemoryWriteError(Exception):
+    """Base class for refusals of the memory service."""
+
+
+class StaleWrite(MemoryWriteError):
+    """The entry changed since the caller read it (HTTP 412)."""
+
+    def __init__(self, entry: MemoryEntry, expected: str | None, actual: str):
+        self.entry, self.expected, self.actual = entry, expected, actual
+        super().__init__(f"entry {entry.key!r} changed: prepared against {expected or 'nothing'}, now {actual}")
+
+
+class EntryExists(MemoryWriteError):
+    pass
+
+
+class InvalidChange(MemoryWriteError):
+    pass
+
+
+@dataclass(frozen=True)
+class Author:
+    """Who makes a change: a person, an agent key, a dream run, or the system (imports)."""
+
+    kind: str
+    user: object = None
+    key: object = None
+    run_id: int | None = None
+
+    @classmethod
+    def person(cls, user) -> Author:
+        return cls(AuthorKind.USER, user=user)
+
+    @classmethod
+    def agent(cls, key) -> Author:
+        return cls(AuthorKind.AGENT, key=key)
+
+    @classmethod
+    def dream(cls, run_id: int | None) -> Author:
+        return cls(AuthorKind.DREAM, run_id=run_id)
+
+    @classmethod
+    def system(cls) -> Author:
+        return cls(AuthorKind.SYSTEM)
+
+    @property
+    def origin(self) -> str:
+        return {
+            AuthorKind.USER: Origin.HUMAN,
+            AuthorKind.AGENT: Origin.AGENT,
+            AuthorKind.DREAM: Origin.DREAM,
+        }.get(self.kind, Origin.IMPORT)
+
+    def version_fields(self) -> dict:
+        return {
+            "author_kind": self.kind,
+            "author_user": self.user,
+            "author_key": self.key,
+            "author_run_id": self.run_id,
+        }
+
+
+@dataclass
+class Provenance:
+    """Why a change was made: the session it came from, the proposal that carried it, the evidence."""
+
+    session: object = None
+    proposal_id: int | None = None
+    reason: str = ""
+    evidence: list = field(default_factory=list)
+
+
+def _record(entry: MemoryEntry, operation: str, previous_hash: str, author: Author, prov: Provenance) -> MemoryVersion:
+    return MemoryVersion.objects.create(
+        team_id=entry.team_id,
+        entry=entry,
+        number=entry.version,
+        operation=operation,
+        key=entry.key,
+        content=entry.content,
+        content_hash=entry.content_hash,
+        previous_hash=previous_hash,
+        status=entry.status,
+        scope_agent=entry.scope_agent,
+        scope_task=entry.scope_task,
+        tags=list(entry.tags or []),
+        session=prov.session,
+        proposal_id=prov.proposal_id,
+        reason=prov.reason,
+        evidence=list(prov.evidence or []),
+        **author.version_fields(),
+    )
+
+
+def validate_key(key: str) -> str:
+    key = (key or "").strip()
+    if not key or len(key) > 200:
+        raise InvalidChange("key must be 1 to 200 characters")
+    return key
+
+
+def validate_content(content: str) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidChange("content must be a non-empty string")
+    return content
+
+
+def create_entry(
+    store: MemoryStore,
+    *,
+    key: str,
+    content: str,
+    author: Author,
+    scope_agent: str | None = None,
+    scope_task: str | None = None,
+    tags: Sequence[str] = (),
+    provenance: Provenance | None = None,
+    operation: str = Operation.CREATE,
+) -> MemoryEntry:
+    key, content = validate_key(key), validate_content(content)
+    prov = provenance or Provenance()
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            entry = MemoryEntry.objects.create(
+                team_id=store.team_id,
+                store=store,
+                key=key,
+                content=content,
+                content_hash=content_hash(content),
+                scope_agent=scope_agent or None,
+                scope_task=scope_task or None,
+                tags=list(tags),
+                origin=author.origin,
+                version=1,
+                created_at=now,
+                updated_at=now,
+            )
+            _record(entry, operation, "", author, prov)
+    except IntegrityError as exc:
+        raise EntryExists(f"an entry with key {key!r} already exists in {store.slug}") from exc
+    return entry
+
+
+_UNSET = object()
+
+
+def _locked(entry: MemoryEntry) -> MemoryEntry:
+    return MemoryEntry.objects.select_for_update().get(pk=entry.pk)
+
+
+def update_entry(
+    entry: MemoryEntry,
+    *,
+    base_hash: str | None,
+    author: Author,
+    content: str | None = None,
+    scope_agent=_UNSET,
+    scope_task=_UNSET,
+    tags=_UNSET,
+    status: str | None = None,
+    provenance: Provenance | None = None,
+    operation: str = Operation.UPDATE,
+) -> MemoryEntry:
+    """Change an entry if it still has ``base_hash``; returns the fresh entry. Raises StaleWrite otherwise."""
+    prov = provenance or Provenance()
+    with transaction.atomic():
+        current = _locked(entry)
+        if base_hash != current.content_hash:
+            raise StaleWrite(current, base_hash, current.content_hash)
+        previous_hash = current.content_hash
+        if content is not None:
+            current.content = validate_content(content)
+            current.content_hash = content_hash(current.content)
+        if scope_agent is not _UNSET:
+            current.scope_agent = scope_agent or None
+        if scope_task is not _UNSET:
+            current.scope_task = scope_task or None
+        if tags is not _UNSET:
+            current.tags = list(tags or [])
+        if status is not None:
+            current.status = status
+        current.version += 1
+        current.updated_at = timezone.now()
+        current.save()
+        _record(current, operation, previous_hash, author, prov)
+    return current
+
+
+def archive_entry(
+    entry: MemoryEntry, *, base_hash: str | None, author: Author, provenance=None, operation: str = Operation.ARCHIVE
+) -> MemoryEntry:
+    return update_entry(
+        entry,
+        base_hash=base_hash,
+        author=author,
+        status=EntryStatus.ARCHIVED,
+        provenance=provenance,
+        operation=operation,
+    )
+
+
+def restore_entry(entry: MemoryEntry, *, base_hash: str | None, author: Author, provenance=None) -> MemoryEntry:
+    return update_entry(
+        entry,
+        base_hash=base_hash,
+        author=author,
+        status=EntryStatus.ACTIVE,
+        provenance=provenance,
+        operation=Operation.RESTORE,
+    )
+
+
+def revert_entry(
+    entry: MemoryEntry, *, to_number: int, base_hash: str | None, author: Author, reason: str = ""
+) -> MemoryEntry:
+    """Bring back the state of an earlier version, as a new version (history is never rewritten)."""
+    target = MemoryVersion.objects.get(entry=entry, number=to_number)
+    prov = Provenance(reason=reason or f"revert to version {to_number}")
+    return update_entry(
+        entry,
+        base_hash=base_hash,
+        author=author,
+        content=target.content,
+        scope_agent=target.scope_agent,
+        scope_task=target.scope_task,
+        tags=target.tags,
+        status=target.status,
+        provenance=prov,
+        operation=Operation.REVERT,
+    )
+
+
+def suggest_key(store: MemoryStore, content: str, *, hint: str = "") -> str:
+    """A readable key that is free in the store: slug of the hint or the first words of the content."""
+    words = re.findall(r"[A-Za-z0-9]+", hint or content)[:6]
+    base = slugify("-".join(words))[:60].strip("-") or "note"
+    key, n = base, 2
+    existing = set(MemoryEntry.objects.filter(store=store, key__startswith=base).values_list("key", flat=True))
+    while key in existing:
+        key, n = f"{base}-{n}", n + 1
+    return key
+
+
+def apply_change(
+    store: MemoryStore,
+    *,
+    operation: str,
+    targets: Sequence[str],
+    target_hashes: dict,
+    content: str | None,
+    author: Author,
+    scope_agent: str | None = None,
+    scope_task: str | None = None,
+    key_hint: str = "",
+    provenance: Provenance | None = None,
+) -> list[MemoryVersion]:
+    """Apply a reviewed change (add / update / remove / merge) to a store, all or nothing.
+
+    Each target must still have the hash the change was prepared against, else StaleWrite and nothing changes.
+    Returns the versions written.
+    """
+    prov = provenance or Provenance()
+    with transaction.atomic():
+        if operation == "add":
+            entry = create_entry(
+                store,
+                key=suggest_key(store, content or "", hint=key_hint),
+                content=content or "",
+                author=author,
+                scope_agent=scope_agent,
+                scope_task=scope_task,
+                provenance=prov,
+            )
+            return [entry.versions.get(number=entry.version)]
+        entries = {e.key: e for e in MemoryEntry.objects.select_for_update().filter(store=store, key__in=targets)}
+        missing = [k for k in targets if k not in entries]
+        if missing:
+            raise InvalidChange(f"no entry {', '.join(missing)} in {store.slug}")
+        for key in targets:
+            if target_hashes.get(key) != entries[key].content_hash:
+                raise StaleWrite(entries[key], target_hashes.get(key), entries[key].content_hash)
+        written: list[MemoryEntry] = []
+        if operation == "update":
+            (key,) = targets[:1]
+            written.append(
+                update_entry(
+                    entries[key],
+                    base_hash=target_hashes[key],
+                    author=author,
+                    content=content,
+                    scope_agent=scope_agent,
+                    scope_task=scope_task,
+                    provenance=prov,
+                )
+            )
+        elif operation == "remove":
+            for key in targets:
+                written.append(
+                    archive_entry(entries[key], base_hash=target_hashes[key], author=author, provenance=prov)
+                )
+        elif operation == "merge":
+            keep, *rest = targets
+            written.append(
+                update_entry(
+                    entries[keep],
+                    base_hash=target_hashes[keep],
+                    author=author,
+                    content=content,
+                    provenance=prov,
+                    operation=Operation.MERGE,
+                )
+            )
+            for key in rest:
+                written.append(
+                    archive_entry(
+                        entries[key],
+                        base_hash=target_hashes[key],
+                        author=author,
+                        provenance=prov,
+                        operation=Operation.MERGE,
+                    )
+                )
+        else:
+            raise InvalidChange(f"unknown operation {operation!r}")
+        return [e.versions.get(number=e.version) for e in written]
+
+
+def memory_hash(store: MemoryStore) -> str:
+    """Hash of the store's active entries (key, scope, content hash): identifies the snapshot M_t."""
+    digest = hashlib.sha256()
+    rows = MemoryEntry.objects.filter(store=store, status=EntryStatus.ACTIVE).order_by("key")
+    for key, agent, task, chash in rows.values_list("key", "scope_agent", "scope_task", "content_hash"):
+        digest.update(f"{key}\x00{agent or ''}\x00{task or ''}\x00{chash}\n".encode())
+    return digest.hexdigest()
+
+
+def tokens_estimate(text: str) -> int:
+    """A cheap token count (about four characters a token), good enough for budgets."""
+    return max(1, (len(text) + 3) // 4)
+
+
+def active_entries(store: MemoryStore) -> Iterable[MemoryEntry]:
+    return MemoryEntry.objects.filter(store=store, status=EntryStatus.ACTIVE).order_by("key")

@@ -1,0 +1,249 @@
+"""Sessions in the canonical format of contracts/session.schema.json: validation with field-precise errors, and
+idempotent bulk ingest on (team, external_id)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.utils.dateparse import parse_datetime
+
+from .models import AgentSession
+
+KNOWN_KEYS = {
+    "external_id",
+    "agent",
+    "task",
+    "user",
+    "model",
+    "started_at",
+    "ended_at",
+    "outcome",
+    "metadata",
+    "events",
+}
+OUTCOMES = {"success", "failure", "abandoned", "unknown"}
+ROLES = {"system", "user", "assistant"}
+MAX_EVENTS = 20000
+
+
+class SessionInvalid(ValueError):
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__("; ".join(errors))
+
+
+class SessionTooLarge(ValueError):
+    def __init__(self, size: int, limit: int):
+        self.size, self.limit = size, limit
+        super().__init__(f"session is {size} bytes; the limit is {limit} bytes (DREAMWEB_MAX_SESSION_BYTES)")
+
+
+@dataclass
+class CleanSession:
+    fields: dict
+    size: int
+
+
+def _str(doc: dict, key: str, errors: list[str], *, required=False, max_length: int | None = None, min_length=0):
+    if key not in doc or doc[key] is None:
+        if required:
+            errors.append(f"{key}: is required")
+        return None
+    value = doc[key]
+    if not isinstance(value, str):
+        errors.append(f"{key}: must be a string, not {type(value).__name__}")
+        return None
+    if len(value) < min_length:
+        errors.append(f"{key}: must not be empty")
+    if max_length is not None and len(value) > max_length:
+        errors.append(f"{key}: at most {max_length} characters (got {len(value)})")
+    return value
+
+
+def _datetime(doc: dict, key: str, errors: list[str], where: str | None = None) -> datetime | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    label = where or key
+    if not isinstance(value, str):
+        errors.append(f"{label}: must be a date-time string")
+        return None
+    try:
+        parsed = parse_datetime(value.replace("Z", "+00:00"))
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        errors.append(f"{label}: {value!r} is not an ISO 8601 date-time")
+    return parsed
+
+
+def _check_event(i: int, ev, errors: list[str]) -> None:
+    at = f"events[{i}]"
+    if not isinstance(ev, dict):
+        errors.append(f"{at}: must be an object")
+        return
+    kind = ev.get("type")
+    required = {
+        "message": ("role", "content"),
+        "tool_call": ("id", "name"),
+        "tool_result": ("call_id", "content"),
+        "memory_write": ("content",),
+    }
+    if kind not in required:
+        errors.append(f"{at}.type: must be one of message, tool_call, tool_result, memory_write (got {kind!r})")
+        return
+    for key in required[kind]:
+        if key not in ev:
+            errors.append(f"{at}.{key}: is required for a {kind} event")
+        elif not isinstance(ev[key], str):
+            errors.append(f"{at}.{key}: must be a string")
+    if kind == "message" and isinstance(ev.get("role"), str) and ev["role"] not in ROLES:
+        errors.append(f"{at}.role: must be one of system, user, assistant (got {ev['role']!r})")
+    if kind == "tool_call" and "arguments" in ev and not isinstance(ev["arguments"], dict | str):
+        errors.append(f"{at}.arguments: must be an object or a string")
+    if kind == "tool_result":
+        if "is_error" in ev and not isinstance(ev["is_error"], bool):
+            errors.append(f"{at}.is_error: must be true or false")
+        code = ev.get("exit_code")
+        if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
+            errors.append(f"{at}.exit_code: must be an integer or null")
+    if kind == "memory_write" and ev.get("store") is not None and not isinstance(ev["store"], str):
+        errors.append(f"{at}.store: must be a string or null")
+    if ev.get("ts") is not None:
+        _datetime(ev, "ts", errors, where=f"{at}.ts")
+
+
+def validate_session(doc, *, size: int | None = None) -> CleanSession:
+    """Check one session document; return the model fields or raise SessionInvalid / SessionTooLarge."""
+    limit = settings.DREAMWEB_MAX_SESSION_BYTES
+    if size is None:
+        size = len(json.dumps(doc, separators=(",", ":")).encode()) if isinstance(doc, dict) else 0
+    if size > limit:
+        raise SessionTooLarge(size, limit)
+    if not isinstance(doc, dict):
+        raise SessionInvalid([f"session: must be a JSON object, not {type(doc).__name__}"])
+    errors: list[str] = []
+    external_id = _str(doc, "external_id", errors, required=True, max_length=200, min_length=1)
+    agent = _str(doc, "agent", errors, required=True, max_length=100, min_length=1)
+    task = _str(doc, "task", errors, max_length=100)
+    user = _str(doc, "user", errors, max_length=200)
+    model = _str(doc, "model", errors, max_length=100)
+    started = _datetime(doc, "started_at", errors)
+    ended = _datetime(doc, "ended_at", errors)
+    outcome = doc.get("outcome", "unknown")
+    if outcome is None:
+        outcome = "unknown"
+    if outcome not in OUTCOMES:
+        errors.append(f"outcome: must be one of success, failure, abandoned, unknown (got {outcome!r})")
+    metadata = doc.get("metadata", {})
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        errors.append("metadata: must be an object")
+        metadata = {}
+    events = doc.get("events")
+    if "events" not in doc:
+        errors.append("events: is required")
+        events = []
+    elif not isinstance(events, list):
+        errors.append("events: must be an array")
+        events = []
+    elif len(events) > MAX_EVENTS:
+        errors.append(f"events: at most {MAX_EVENTS} events (got {len(events)})")
+    else:
+        for i, ev in enumerate(events):
+            _check_event(i, ev, errors)
+            if len(errors) >= 20:
+                errors.append("... (more errors not shown)")
+                break
+    if errors:
+        raise SessionInvalid(errors)
+    extra = {k: v for k, v in doc.items() if k not in KNOWN_KEYS}
+    if extra:
+        # Unknown top-level keys are kept in metadata (the contract says so), without clobbering caller metadata.
+        metadata = {**extra, **metadata}
+    return CleanSession(
+        fields={
+            "external_id": external_id,
+            "agent": agent,
+            "task": task,
+            "end_user": user,
+            "model": model,
+            "started_at": started,
+            "ended_at": ended,
+            "outcome": outcome,
+            "metadata": metadata,
+            "events": events,
+            "event_count": len(events),
+            "size_bytes": size,
+        },
+        size=size,
+    )
+
+
+def session_document(session: AgentSession) -> dict:
+    """The canonical document of a stored session (the inverse of validate_session)."""
+
+    def iso(value):
+        return value.isoformat().replace("+00:00", "Z") if value else None
+
+    return {
+        "external_id": session.external_id,
+        "agent": session.agent,
+        "task": session.task,
+        "user": session.end_user,
+        "model": session.model,
+        "started_at": iso(session.started_at),
+        "ended_at": iso(session.ended_at),
+        "outcome": session.outcome,
+        "metadata": session.metadata,
+        "events": session.events,
+    }
+
+
+@dataclass
+class BatchResult:
+    created: list[str]
+    unchanged: list[str]
+
+
+def store_batch(team, sessions: list[CleanSession], *, key=None) -> BatchResult:
+    """Insert the sessions that are new for the team; report the rest as unchanged. Idempotent and race-safe."""
+    by_id: dict[str, CleanSession] = {}
+    repeated: list[str] = []
+    for s in sessions:
+        eid = s.fields["external_id"]
+        if eid in by_id:
+            repeated.append(eid)  # a file that repeats an id keeps the first
+        else:
+            by_id[eid] = s
+    existing = set(
+        AgentSession.objects.filter(team=team, external_id__in=list(by_id)).values_list("external_id", flat=True)
+    )
+    new = [s for eid, s in by_id.items() if eid not in existing]
+    if new:
+        AgentSession.objects.bulk_create(
+            [AgentSession(team=team, ingested_by=key, **s.fields) for s in new],
+            batch_size=200,
+            ignore_conflicts=True,  # another writer may have inserted the same id meanwhile
+        )
+    return BatchResult(
+        created=[s.fields["external_id"] for s in new],
+        unchanged=[eid for eid in by_id if eid in existing] + repeated,
+    )
+
+
+def iter_jsonl(lines: Iterable[bytes | str]) -> Iterator[tuple[int, object, int, str | None]]:
+    """Yield (line number, parsed document or None, size in bytes, error) for each non-blank line."""
+    for number, raw in enumerate(lines, start=1):
+        data = raw if isinstance(raw, bytes) else raw.encode()
+        if not data.strip():
+            continue
+        try:
+            yield number, json.loads(data), len(data.rstrip(b"\r\n")), None
+        except (ValueError, UnicodeDecodeError) as exc:
+            yield number, None, len(data), f"not valid JSON: {exc}"

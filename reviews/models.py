@@ -1,0 +1,274 @@
+"""The dream pipeline's records: runs, per-session analyses, proposals with evidence, autonomy policies."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from dreamweb.models import Team
+from dreamweb.tenancy import TeamQuerySet
+from memory.models import AgentSession, MemoryStore
+
+
+class PolicyMode(models.TextChoices):
+    MANUAL = "manual", "Everything waits for a reviewer"
+    AUTO_LOW_RISK = "auto_low_risk", "Apply low-risk changes at once"
+    AUTONOMOUS = "autonomous", "Apply all but high-risk changes"
+
+
+class AutonomyPolicy(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    store = models.OneToOneField(MemoryStore, on_delete=models.CASCADE, related_name="policy")
+    mode = models.CharField(max_length=20, choices=PolicyMode.choices, default=PolicyMode.MANUAL)
+    # A pattern is recurrent when seen in at least min_sessions sessions and at least min_share of those analysed.
+    min_sessions = models.PositiveIntegerField(default=3)
+    min_share = models.FloatField(default=0.0)
+    min_confidence_auto = models.FloatField(default=0.6, help_text="Below this confidence nothing is auto-applied.")
+    max_sessions = models.PositiveIntegerField(default=1000, help_text="Most sessions one cycle reads.")
+    token_budget = models.PositiveIntegerField(default=2_000_000, help_text="Most LLM tokens one cycle may spend.")
+    agents = models.JSONField(default=list, blank=True, help_text="Only these agents' sessions (empty: all).")
+    schedule_enabled = models.BooleanField(default=False)
+    schedule_minutes = models.PositiveIntegerField(default=24 * 60, help_text="Dream every N minutes.")
+    analyzer = models.CharField(max_length=20, default="rules")
+    last_scheduled_at = models.DateTimeField(null=True, blank=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = TeamQuerySet.as_manager()
+
+    class Meta:
+        verbose_name_plural = "autonomy policies"
+
+    def __str__(self) -> str:
+        return f"{self.store}: {self.mode}"
+
+
+class PolicyChange(models.Model):
+    """Audit of every change to a policy: who, when, from what to what."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    policy = models.ForeignKey(AutonomyPolicy, on_delete=models.CASCADE, related_name="changes")
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    changes = models.JSONField(default=dict, help_text='{"field": [old, new]}')
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = TeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"change to {self.policy_id} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Analysing sessions"
+    AGGREGATING = "aggregating", "Aggregating"
+    SUCCEEDED = "succeeded", "Succeeded"
+    PARTIAL = "partial", "Partial (some sessions failed)"
+    FAILED = "failed", "Failed"
+
+
+class Trigger(models.TextChoices):
+    COMMAND = "command", "Command"
+    PAGE = "page", "Page button"
+    SCHEDULE = "schedule", "Schedule"
+    API = "api", "API"
+
+
+class DreamRunQuerySet(TeamQuerySet):
+    def for_store(self, store):
+        return self.filter(store=store)
+
+    def finished(self):
+        return self.filter(status__in=[RunStatus.SUCCEEDED, RunStatus.PARTIAL])
+
+
+class DreamRun(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    store = models.ForeignKey(MemoryStore, on_delete=models.CASCADE, related_name="dream_runs")
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.COMMAND)
+    status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    dry_run = models.BooleanField(default=False)
+    all_sessions = models.BooleanField(default=False)
+    analyzer = models.CharField(max_length=100, default="rules")
+    memory_hash = models.CharField(max_length=64, blank=True)
+    sessions_selected = models.PositiveIntegerField(default=0)
+    sessions_analysed = models.PositiveIntegerField(default=0)
+    sessions_failed = models.PositiveIntegerField(default=0)
+    proposals_count = models.PositiveIntegerField(default=0)
+    isolated = models.JSONField(default=list, blank=True)
+    tokens_input = models.PositiveIntegerField(default=0)
+    tokens_output = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    options = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = DreamRunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"dream #{self.pk} on {self.store}"
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+    @property
+    def progress_percent(self) -> int:
+        if not self.sessions_selected:
+            return 100 if self.status in (RunStatus.SUCCEEDED, RunStatus.PARTIAL) else 0
+        done = self.sessions_analysed + self.sessions_failed
+        return min(100, round(100 * done / self.sessions_selected))
+
+
+class AnalysisStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class SessionAnalysis(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(DreamRun, on_delete=models.CASCADE, related_name="analyses")
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="analyses")
+    status = models.CharField(max_length=10, choices=AnalysisStatus.choices, default=AnalysisStatus.PENDING)
+    findings = models.JSONField(default=list, blank=True)
+    tokens_input = models.PositiveIntegerField(default=0)
+    tokens_output = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TeamQuerySet.as_manager()
+
+    class Meta:
+        verbose_name_plural = "session analyses"
+        constraints = [models.UniqueConstraint(fields=["run", "session"], name="sessionanalysis_unique_run_session")]
+
+    def __str__(self) -> str:
+        return f"analysis of {self.session_id} in run {self.run_id}"
+
+
+class TargetKind(models.TextChoices):
+    MEMORY = "memory", "Memory"
+    SKILL = "skill", "Skill"
+
+
+class ProposalOperation(models.TextChoices):
+    ADD = "add", "Add"
+    UPDATE = "update", "Update"
+    REMOVE = "remove", "Remove"
+    MERGE = "merge", "Merge"
+
+
+class Risk(models.TextChoices):
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPLYING = "applying", "Applying"
+    APPLIED = "applied", "Applied"
+    QUARANTINED = "quarantined", "Quarantined"
+    REJECTED = "rejected", "Rejected"
+    CONFLICT = "conflict", "Conflict"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+class ProposalQuerySet(TeamQuerySet):
+    def pending(self):
+        return self.filter(status=ProposalStatus.PENDING)
+
+    def for_store(self, store):
+        return self.filter(store=store)
+
+
+class Proposal(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    store = models.ForeignKey(MemoryStore, on_delete=models.CASCADE, related_name="proposals")
+    run = models.ForeignKey(DreamRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposals")
+    target_kind = models.CharField(max_length=10, choices=TargetKind.choices, default=TargetKind.MEMORY)
+    operation = models.CharField(max_length=10, choices=ProposalOperation.choices)
+    # Keys of the entries (or skill names) the change touches, and the content hash each had when proposed.
+    targets = models.JSONField(default=list, blank=True)
+    target_hashes = models.JSONField(default=dict, blank=True)
+    content = models.TextField(null=True, blank=True)
+    scope_agent = models.CharField(max_length=100, null=True, blank=True)
+    scope_task = models.CharField(max_length=100, null=True, blank=True)
+    kind = models.CharField(max_length=40, blank=True)
+    rationale = models.TextField(blank=True)
+    prevalence_sessions = models.PositiveIntegerField(default=0)
+    prevalence_of = models.PositiveIntegerField(default=0)
+    confidence = models.FloatField(default=0.0)
+    risk = models.CharField(max_length=10, choices=Risk.choices, default=Risk.LOW)
+    risk_reasons = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=12, choices=ProposalStatus.choices, default=ProposalStatus.PENDING)
+    # Stable identity of the change (operation, targets, normalised content): one pending per store.
+    signature = models.CharField(max_length=64)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+    applied_versions = models.JSONField(default=list, blank=True, help_text="Ids of the versions the apply wrote.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ProposalQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["store", "signature"],
+                condition=Q(status="pending"),
+                name="proposal_one_pending_per_signature",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["team", "status", "-prevalence_sessions"], name="proposal_queue"),
+            models.Index(fields=["store", "signature"], name="proposal_store_signature"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.operation} {self.target_kind} ({self.status})"
+
+    @property
+    def prevalence_percent(self) -> int:
+        return round(100 * self.prevalence_sessions / self.prevalence_of) if self.prevalence_of else 0
+
+
+class EvidenceTrust(models.TextChoices):
+    USER = "user", "User message"
+    AGENT = "agent", "Agent (message or note)"
+    TOOL = "tool", "Tool output"
+    WEB = "web", "Web content"
+
+
+class ProposalEvidence(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="evidence")
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="+")
+    event_index = models.PositiveIntegerField()
+    excerpt = models.TextField()
+    trust = models.CharField(max_length=10, choices=EvidenceTrust.choices, default=EvidenceTrust.AGENT)
+
+    objects = TeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["proposal_id", "id"]
+        verbose_name_plural = "proposal evidence"
+
+    def __str__(self) -> str:
+        return f"evidence {self.session_id}#{self.event_index}"

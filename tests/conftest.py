@@ -1,0 +1,89 @@
+"""Test setup. On PostgreSQL the test database is created and migrated by the owner role, then every test runs as
+the application role (not superuser, not owner), so row-level security is really in force."""
+
+from __future__ import annotations
+
+import os
+
+import dj_database_url
+import pytest
+from django.conf import settings
+from django.db import connections
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+def is_postgres() -> bool:
+    return settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+
+
+def _credentials(url: str) -> dict:
+    parsed = dj_database_url.parse(url)
+    return {"USER": parsed["USER"], "PASSWORD": parsed["PASSWORD"]}
+
+
+_APP: dict = {}
+
+
+def _switch(creds: dict) -> None:
+    for alias in connections:
+        conn = connections[alias]
+        conn.close()
+        conn.settings_dict.update(creds)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    if is_postgres() and settings.DATABASE_OWNER_URL:
+        default = settings.DATABASES["default"]
+        _APP.update({"USER": default["USER"], "PASSWORD": default["PASSWORD"]})
+        _switch(_credentials(settings.DATABASE_OWNER_URL))
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    if is_postgres() and _APP:
+        role = settings.DREAMWEB_DB_APP_ROLE
+        with django_db_blocker.unblock(), connections["default"].cursor() as cursor:
+            # Tests that need a real transaction empty the tables afterwards with TRUNCATE; only the test
+            # database grants that to the application role.
+            cursor.execute(f'GRANT TRUNCATE ON ALL TABLES IN SCHEMA public TO "{role}"')
+        _switch(_APP)
+    yield
+    if is_postgres() and _APP:
+        _switch(_credentials(settings.DATABASE_OWNER_URL))
+
+
+def _uses_db(request) -> bool:
+    names = set(request.fixturenames)
+    return bool(
+        request.node.get_closest_marker("django_db")
+        or names & {"db", "transactional_db", "live_server", "django_db_reset_sequences"}
+    )
+
+
+@pytest.fixture(autouse=True)
+def _system_scope_for_test_code(request):
+    """Test code itself (factories, assertions) may see every team; requests, tasks and commands under test set
+    their own, narrower scope. Tests of the database wall opt out with @pytest.mark.rls_raw."""
+    if not _uses_db(request) or not is_postgres() or request.node.get_closest_marker("rls_raw"):
+        yield
+        return
+    request.getfixturevalue("_django_db_helper")
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT set_config('dreamweb.team_ids', '*', false)")
+    yield
+    conn = connections["default"]
+    if conn.connection is not None and not conn.needs_rollback:
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT set_config('dreamweb.team_ids', '', false)")
+        except Exception:  # noqa: BLE001 - the connection may already be closed or broken by the test
+            pass
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "rls_raw: run without the test-code all-teams scope")
+
+
+from tests.personas import *  # noqa: E402,F401,F403 - personas fixtures

@@ -1,0 +1,70 @@
+"""factory-boy factories for the test suite."""
+
+from __future__ import annotations
+
+import factory
+from django.contrib.auth import get_user_model
+
+from dreamweb.models import Membership, Role, Team
+from memory.models import AgentSession, MemoryStore
+from memory.services import Author, create_entry
+
+
+class TeamFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Team
+        django_get_or_create = ["slug"]
+
+    slug = factory.Sequence(lambda n: f"team-{n}")
+    name = factory.LazyAttribute(lambda o: o.slug.title())
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ["username"]
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda o: f"{o.username}@example.test")
+    password = factory.PostGenerationMethodCall("set_password", "pw-for-tests")
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    team = factory.SubFactory(TeamFactory)
+    user = factory.SubFactory(UserFactory)
+    role = Role.REVIEWER
+
+
+class StoreFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = MemoryStore
+
+    team = factory.SubFactory(TeamFactory)
+    slug = factory.Sequence(lambda n: f"store-{n}")
+    kind = "project"
+
+
+class SessionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = AgentSession
+
+    team = factory.SubFactory(TeamFactory)
+    external_id = factory.Sequence(lambda n: f"sess-{n:05d}")
+    agent = "deploy-bot"
+    task = "release"
+    outcome = "success"
+    events = factory.LazyFunction(
+        lambda: [
+            {"type": "message", "role": "user", "content": "Ship it."},
+            {"type": "tool_call", "id": "c1", "name": "bash", "arguments": {"command": "make release"}},
+            {"type": "tool_result", "call_id": "c1", "content": "Released.", "is_error": False, "exit_code": 0},
+        ]
+    )
+    event_count = factory.LazyAttribute(lambda o: len(o.events))
+
+
+def make_entry(store, key="deploy-command", content="Deploy with `make deploy`.", **kwargs):
+    return create_entry(store, key=key, content=content, author=Author.system(), **kwargs)
