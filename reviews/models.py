@@ -207,6 +207,9 @@ class Proposal(models.Model):
     targets = models.JSONField(default=list, blank=True)
     target_hashes = models.JSONField(default=dict, blank=True)
     content = models.TextField(null=True, blank=True)
+    # What the dream proposed, kept when a reviewer edits the content before approving.
+    original_content = models.TextField(null=True, blank=True)
+    key_hint = models.CharField(max_length=200, blank=True, help_text="Readable key for an added entry.")
     scope_agent = models.CharField(max_length=100, null=True, blank=True)
     scope_task = models.CharField(max_length=100, null=True, blank=True)
     kind = models.CharField(max_length=40, blank=True)
