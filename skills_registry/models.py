@@ -19,15 +19,30 @@ class SkillQuerySet(TeamQuerySet):
     def published(self):
         return self.filter(status=SkillStatus.PUBLISHED)
 
+    def search(self, query: str):
+        """Skills whose name, description or body mention every word of the query (case-insensitive)."""
+        qs = self
+        for word in (query or "").split():
+            qs = qs.filter(
+                models.Q(name__icontains=word) | models.Q(description__icontains=word) | models.Q(body__icontains=word)
+            )
+        return qs
+
 
 class Skill(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=100)
     description = models.TextField(help_text="What an agent reads to judge whether the skill is relevant.")
     body = models.TextField(blank=True, help_text="Markdown body of SKILL.md.")
-    # {"relative/path": "text"}: the other files of the skill folder.
+    # {"relative/path": "text"}: the other files of the skill folder. A file that is not UTF-8 text is kept as
+    # {"encoding": "base64", "data": "..."} so that a folder round trip is lossless (see skills_registry.folders).
     references = models.JSONField(default=dict, blank=True)
     tags = models.JSONField(default=list, blank=True)
+    # Front matter keys of SKILL.md other than name, description and tags (license, metadata, allowed-tools...).
+    extra = models.JSONField(default=dict, blank=True)
+    # The SKILL.md front matter exactly as imported (delimiters included): exported verbatim while it still says
+    # the same as the fields above, so that an import/export round trip gives the same bytes.
+    front_matter = models.TextField(blank=True)
     status = models.CharField(max_length=10, choices=SkillStatus.choices, default=SkillStatus.PUBLISHED)
     version = models.PositiveIntegerField(default=1)
     content_hash = models.CharField(max_length=64)
@@ -54,6 +69,8 @@ class SkillVersion(models.Model):
     body = models.TextField(blank=True)
     references = models.JSONField(default=dict, blank=True)
     tags = models.JSONField(default=list, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+    front_matter = models.TextField(blank=True)
     status = models.CharField(max_length=10, choices=SkillStatus.choices)
     content_hash = models.CharField(max_length=64)
     previous_hash = models.CharField(max_length=64, blank=True)
