@@ -1,0 +1,11 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+.PHONY: run test lint
+
+run:  ## set up, load demo data and serve on http://127.0.0.1:8000 (SQLite, tasks in-process)
+	./scripts/run
+
+test:  ## the test suite on PostgreSQL (as the non-superuser app role) and Redis when they are up
+	./scripts/test
+
+lint:
+	.venv/bin/ruff check . && .venv/bin/ruff format --check .
