@@ -1,0 +1,43 @@
+"""python manage.py import_memory PATH.json --team TEAM_SLUG [--store STORE_SLUG]   (PATH may be "-")
+
+Imports a memory export document (contracts/memory.schema.json); see memory.portability for the merge rules.
+"""
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from dreamweb import rls
+from dreamweb.cli import get_team
+from memory.portability import DocumentInvalid, import_document
+
+
+class Command(BaseCommand):
+    help = "Import a memory store export (JSON) into a team; creates the store when it does not exist."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", metavar="PATH.json", help="Export document, or '-' for standard input.")
+        parser.add_argument("--team", required=True, metavar="TEAM_SLUG")
+        parser.add_argument("--store", metavar="STORE_SLUG", help="Target store (default: the document's store).")
+
+    def handle(self, *args, path, team, store=None, **options):
+        team = get_team(team)
+        try:
+            if path == "-":
+                doc = json.load(sys.stdin)
+            else:
+                with open(path, encoding="utf-8") as fh:
+                    doc = json.load(fh)
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CommandError(f"{path} is not valid JSON: {exc}") from exc
+        try:
+            with rls.team_scope(team):
+                report = import_document(team, doc, store_slug=store)
+        except DocumentInvalid as exc:
+            for error in exc.errors:
+                self.stderr.write(error)
+            raise CommandError(f"{path}: {len(exc.errors)} problem(s) in the document; nothing imported") from exc
+        self.stdout.write(report.summary())
