@@ -1,0 +1,135 @@
+"""Session validation names the exact field at fault, and ingest is idempotent on (team, external_id)."""
+
+import pytest
+
+from memory.models import AgentSession
+from memory.sessions import SessionInvalid, SessionTooLarge, session_document, store_batch, validate_session
+from tests.factories import TeamFactory
+
+
+def good(**over):
+    doc = {
+        "external_id": "s-1",
+        "agent": "deploy-bot",
+        "task": "release",
+        "started_at": "2026-10-01T08:00:00Z",
+        "outcome": "success",
+        "events": [
+            {"type": "message", "role": "user", "content": "Ship it."},
+            {"type": "tool_call", "id": "c1", "name": "bash", "arguments": {"command": "make release"}},
+            {"type": "tool_result", "call_id": "c1", "content": "ok", "is_error": False, "exit_code": 0},
+            {"type": "memory_write", "content": "Use make release.", "store": "eng"},
+        ],
+    }
+    doc.update(over)
+    return doc
+
+
+def errors_of(doc, **kwargs) -> list[str]:
+    with pytest.raises(SessionInvalid) as info:
+        validate_session(doc, **kwargs)
+    return info.value.errors
+
+
+def test_a_valid_session_becomes_model_fields():
+    clean = validate_session(good())
+    assert clean.fields["external_id"] == "s-1"
+    assert clean.fields["end_user"] is None
+    assert clean.fields["event_count"] == 4
+    assert clean.fields["started_at"].year == 2026
+
+
+@pytest.mark.parametrize(
+    "event, expected",
+    [
+        ({"type": "message", "role": "robot", "content": "x"}, "events[3].role: must be one of"),
+        ({"type": "message", "role": "user"}, "events[3].content: is required for a message event"),
+        ({"type": "tool_call", "id": "c9"}, "events[3].name: is required for a tool_call event"),
+        ({"type": "tool_call", "id": "c9", "name": "bash", "arguments": 5}, "events[3].arguments: must be an object"),
+        ({"type": "tool_result", "call_id": "c1", "content": "x", "exit_code": "1"}, "events[3].exit_code"),
+        ({"type": "tool_result", "call_id": "c1", "content": "x", "is_error": "no"}, "events[3].is_error"),
+        ({"type": "memory_write", "content": "x", "store": 7}, "events[3].store: must be a string or null"),
+        ({"type": "message", "role": "user", "content": "x", "ts": "yesterday"}, "events[3].ts: 'yesterday' is not"),
+        ({"type": "telepathy"}, "events[3].type: must be one of"),
+        ("just text", "events[3]: must be an object"),
+    ],
+)
+def test_event_errors_name_the_event_index_and_field(event, expected):
+    doc = good()
+    doc["events"] = doc["events"][:3] + [event]
+    errors = errors_of(doc)
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(expected), errors
+
+
+@pytest.mark.parametrize(
+    "over, expected",
+    [
+        ({"agent": None}, "agent: is required"),
+        ({"agent": ""}, "agent: must not be empty"),
+        ({"external_id": 12}, "external_id: must be a string, not int"),
+        ({"agent": "x" * 101}, "agent: at most 100 characters (got 101)"),
+        ({"outcome": "great"}, "outcome: must be one of success, failure, abandoned, unknown (got 'great')"),
+        ({"metadata": []}, "metadata: must be an object"),
+        ({"events": {}}, "events: must be an array"),
+        ({"started_at": "2026-13-45"}, "started_at: '2026-13-45' is not an ISO 8601 date-time"),
+    ],
+)
+def test_top_level_errors_name_the_field(over, expected):
+    assert errors_of(good(**over)) == [expected]
+
+
+def test_every_problem_is_reported_at_once():
+    doc = good(agent=None, outcome="great")
+    doc["events"][0]["role"] = "robot"
+    errors = errors_of(doc)
+    assert [e.split(":")[0] for e in errors] == ["agent", "outcome", "events[0].role"]
+
+
+def test_missing_events_and_non_object_documents():
+    doc = good()
+    del doc["events"]
+    assert errors_of(doc) == ["events: is required"]
+    assert errors_of(["not", "a", "session"]) == ["session: must be a JSON object, not list"]
+
+
+def test_too_large_names_size_and_limit(settings):
+    settings.DREAMWEB_MAX_SESSION_BYTES = 300
+    doc = good()
+    doc["events"][0]["content"] = "x" * 400
+    with pytest.raises(SessionTooLarge) as info:
+        validate_session(doc)
+    assert info.value.limit == 300 and info.value.size > 400
+    assert "the limit is 300 bytes" in str(info.value)
+    # A caller that knows the size on the wire (the import reads lines) passes it.
+    with pytest.raises(SessionTooLarge):
+        validate_session(good(), size=301)
+
+
+def test_unknown_top_level_keys_are_kept_in_metadata():
+    clean = validate_session(good(repo="billing", metadata={"cost": 1.5}))
+    assert clean.fields["metadata"] == {"repo": "billing", "cost": 1.5}
+
+
+@pytest.mark.django_db
+def test_store_batch_is_idempotent_and_keeps_the_first_of_a_repeated_id():
+    team = TeamFactory()
+    first = validate_session(good(external_id="a"))
+    again = validate_session(good(external_id="a", agent="other"))
+    result = store_batch(team, [first, again, validate_session(good(external_id="b"))])
+    assert sorted(result.created) == ["a", "b"] and result.unchanged == ["a"]
+    result = store_batch(team, [validate_session(good(external_id="a"))])
+    assert result.created == [] and result.unchanged == ["a"]
+    assert AgentSession.objects.get(team=team, external_id="a").agent == "deploy-bot"
+    assert AgentSession.objects.filter(team=team).count() == 2
+
+
+@pytest.mark.django_db
+def test_session_document_round_trips():
+    team = TeamFactory()
+    store_batch(team, [validate_session(good(user="jo"))])
+    doc = session_document(AgentSession.objects.get(team=team))
+    again = validate_session(doc)
+    assert again.fields["end_user"] == "jo"
+    assert again.fields["events"] == good()["events"]
+    assert doc["started_at"] == "2026-10-01T08:00:00Z"
