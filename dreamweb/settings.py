@@ -4,6 +4,7 @@ DATABASE_URL picks the database (default: a SQLite file, no server needed); REDI
 (default: none, tasks run in the calling process).
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -133,12 +134,32 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     "dream-schedules": {"task": "reviews.tasks.run_scheduled_dreams", "schedule": 60.0},
 }
+# The queue tasks go to (workers consume it with -Q); tests give their workers a queue of their own.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("DREAMWEB_CELERY_QUEUE", "celery")
+# e.g. {"visibility_timeout": 3600}: how long an unacknowledged task waits before another worker gets it again.
+CELERY_BROKER_TRANSPORT_OPTIONS = json.loads(os.environ.get("DREAMWEB_BROKER_TRANSPORT_OPTIONS", "{}"))
 
 # --- Language model ----------------------------------------------------------------------------------
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 DREAMWEB_LLM_MODEL = os.environ.get("DREAMWEB_LLM_MODEL", "")
 DREAMWEB_LLM_TIMEOUT = float(os.environ.get("DREAMWEB_LLM_TIMEOUT", "60"))
+DREAMWEB_LLM_MAX_RETRIES = int(os.environ.get("DREAMWEB_LLM_MAX_RETRIES", "2"))
+# Characters of transcript one LLM analysis reads (errors, corrections and notes are kept first).
+DREAMWEB_LLM_TRANSCRIPT_CHARS = int(os.environ.get("DREAMWEB_LLM_TRANSCRIPT_CHARS", "48000"))
+DREAMWEB_LLM_MAX_OUTPUT_TOKENS = int(os.environ.get("DREAMWEB_LLM_MAX_OUTPUT_TOKENS", "4000"))
+# USD per million tokens, {"model": [input, output]}: the run's estimated cost (unknown models cost 0).
+DREAMWEB_LLM_PRICES = json.loads(os.environ.get("DREAMWEB_LLM_PRICES", "{}"))
+
+# --- Dreams ------------------------------------------------------------------------------------------
+DREAMWEB_DREAM_BATCH_SIZE = int(os.environ.get("DREAMWEB_DREAM_BATCH_SIZE", "25"))
+# Task-level retries of a batch after a rate limit, timeout or connection error (then the session fails).
+DREAMWEB_ANALYSIS_MAX_RETRIES = int(os.environ.get("DREAMWEB_ANALYSIS_MAX_RETRIES", "3"))
+DREAMWEB_ISOLATED_CAP = int(os.environ.get("DREAMWEB_ISOLATED_CAP", "200"))
+# Operator-installed analyzers, "name=module:function,...": never taken from a policy or a request.
+DREAMWEB_EXTRA_ANALYZERS = dict(
+    item.split("=", 1) for item in env_list("DREAMWEB_EXTRA_ANALYZERS", "") if "=" in item
+)
 
 # --- Limits ------------------------------------------------------------------------------------------
 DREAMWEB_MAX_SESSION_BYTES = int(os.environ.get("DREAMWEB_MAX_SESSION_BYTES", str(5 * 1024 * 1024)))
