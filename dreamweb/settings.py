@@ -164,6 +164,15 @@ DREAMWEB_EXTRA_ANALYZERS = dict(
 # --- Limits ------------------------------------------------------------------------------------------
 DREAMWEB_MAX_SESSION_BYTES = int(os.environ.get("DREAMWEB_MAX_SESSION_BYTES", str(5 * 1024 * 1024)))
 DREAMWEB_MAX_BATCH_SESSIONS = int(os.environ.get("DREAMWEB_MAX_BATCH_SESSIONS", "500"))
+# Largest body the session-ingest API reads (one session or a batch); past it the API answers 413 itself.
+DREAMWEB_MAX_REQUEST_BYTES = int(os.environ.get("DREAMWEB_MAX_REQUEST_BYTES", str(32 * 1024 * 1024)))
+# Django refuses bodies past this before any view runs; keep it just above the API's own limit.
+DATA_UPLOAD_MAX_MEMORY_SIZE = DREAMWEB_MAX_REQUEST_BYTES + 1024 * 1024
+# Context served to agents: defaults and hard caps of the injection budget.
+DREAMWEB_CONTEXT_DEFAULT_ITEMS = int(os.environ.get("DREAMWEB_CONTEXT_DEFAULT_ITEMS", "20"))
+DREAMWEB_CONTEXT_MAX_ITEMS = int(os.environ.get("DREAMWEB_CONTEXT_MAX_ITEMS", "200"))
+DREAMWEB_CONTEXT_DEFAULT_TOKENS = int(os.environ.get("DREAMWEB_CONTEXT_DEFAULT_TOKENS", "2000"))
+DREAMWEB_CONTEXT_MAX_TOKENS = int(os.environ.get("DREAMWEB_CONTEXT_MAX_TOKENS", "32000"))
 
 # --- API ---------------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -174,6 +183,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "dreamweb.api_base.exception_handler",
+    # Per agent key (dreamweb.api_throttling.AgentKeyRateThrottle); 429 with Retry-After past it.
+    "DEFAULT_THROTTLE_RATES": {"agent_key": os.environ.get("DREAMWEB_API_KEY_RATE", "1200/min")},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Dreamweb agents' API",

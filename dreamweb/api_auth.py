@@ -1,0 +1,116 @@
+"""Agent authentication for the API: ``Authorization: Api-Key <key>``.
+
+The key is looked up by its public prefix across every team (inside ``rls.system_scope()``, since the team is not
+known yet), the secret is compared in constant time against the stored sha256, and then the request's
+row-level-security scope is narrowed to the key's team for the rest of the transaction.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+import time
+from datetime import timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions
+
+from . import rls
+from .models import KEY_PREFIX, AgentKey, hash_key
+
+KEYWORD = "Api-Key"
+# last_used_at is for people ("is this key still in use?"), not an audit log: one write a minute is plenty, and
+# writing on every request would make every request of a key contend for the same row lock.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+_last_touch: dict[int, float] = {}
+_last_touch_lock = threading.Lock()
+
+
+class AgentPrincipal:
+    """What ``request.user`` is for a key-authenticated request: an agent, not a person."""
+
+    is_authenticated = True
+    is_anonymous = False
+    is_staff = False
+    is_superuser = False
+
+    def __init__(self, key: AgentKey):
+        self.key = key
+        self.pk = None
+
+    def get_username(self) -> str:
+        return f"key:{self.key.name}"
+
+    def __str__(self) -> str:
+        return self.get_username()
+
+
+def parse_prefix(raw: str) -> str | None:
+    """The public prefix of a key ``dw_<prefix>_<secret>``, or None when the key is not shaped like one."""
+    parts = raw.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX or not parts[1] or not parts[2]:
+        return None
+    return parts[1]
+
+
+def _touch(key: AgentKey) -> None:
+    now = timezone.now()
+    if key.last_used_at is not None and now - key.last_used_at < LAST_USED_RESOLUTION:
+        return
+    # Several requests of one key arrive together: only one per process and minute tries the write.
+    with _last_touch_lock:
+        seen = _last_touch.get(key.pk, 0.0)
+        if time.monotonic() - seen < LAST_USED_RESOLUTION.total_seconds():
+            return
+        _last_touch[key.pk] = time.monotonic()
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+    AgentKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        keyword, _, raw = header.partition(" ")
+        if keyword.lower() != KEYWORD.lower():
+            return None  # another scheme: not ours; the permission then answers 401
+        raw = raw.strip()
+        if not raw or " " in raw:
+            raise exceptions.AuthenticationFailed("Malformed Authorization header: use `Authorization: Api-Key <key>`.")
+        prefix = parse_prefix(raw)
+        if prefix is None:
+            raise exceptions.AuthenticationFailed("Invalid API key.")
+        with rls.system_scope():
+            key = AgentKey.objects.select_related("team").filter(prefix=prefix).first()
+        # Compare even when no key was found, so that timing does not reveal which prefixes exist.
+        expected = key.hashed_key if key is not None else "0" * 64
+        if not hmac.compare_digest(hash_key(raw), expected) or key is None:
+            raise exceptions.AuthenticationFailed("Invalid API key.")
+        if key.revoked_at is not None:
+            raise exceptions.AuthenticationFailed(f"This API key was revoked on {key.revoked_at:%Y-%m-%d %H:%M} UTC.")
+        if key.expires_at is not None and key.expires_at <= timezone.now():
+            raise exceptions.AuthenticationFailed(f"This API key expired on {key.expires_at:%Y-%m-%d %H:%M} UTC.")
+        # From here on the request's transaction sees only the key's team (PostgreSQL row-level security).
+        rls.set_scope([key.team_id])
+        _touch(key)
+        return AgentPrincipal(key), key
+
+    def authenticate_header(self, request) -> str:
+        # Makes DRF answer 401 (not 403) to unauthenticated requests, with a WWW-Authenticate challenge.
+        return f'{KEYWORD} realm="api"'
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "dreamweb.api_auth.ApiKeyAuthentication"
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Api-Key <key>`: an agent key created by a team admin (shown once).",
+        }

@@ -1,0 +1,139 @@
+"""What every agents' API view shares: key authentication, per-key throttling, JSON only, and errors that are
+always JSON with a clear message (``{"detail": ..., "code": ...}``, plus ``errors`` for invalid input)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import exceptions, generics, serializers, status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.views import APIView
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from .api_auth import ApiKeyAuthentication
+from .api_throttling import AgentKeyRateThrottle
+
+
+class ApiError(exceptions.APIException):
+    """An API refusal with a status, a message, a code and optional extra fields for the body."""
+
+    def __init__(self, detail: str, *, code: str | None = None, extra: dict | None = None, headers=None):
+        super().__init__(detail, code or self.default_code)
+        self.extra = extra or {}
+        self.headers = headers or {}
+
+
+class Conflict(ApiError):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+class PreconditionFailed(ApiError):
+    status_code = status.HTTP_412_PRECONDITION_FAILED
+    default_code = "stale"
+
+
+class PayloadTooLarge(ApiError):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+
+
+class PreconditionRequired(ApiError):
+    status_code = status.HTTP_428_PRECONDITION_REQUIRED
+    default_code = "precondition_required"
+
+
+class InvalidInput(ApiError):
+    """400 with field-precise ``errors`` (a dict of field path to messages, or per batch item)."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "invalid"
+
+
+def _message(data) -> str:
+    if isinstance(data, list) and data:
+        return _message(data[0])
+    if isinstance(data, dict) and data:
+        field, value = next(iter(data.items()))
+        return f"{field}: {_message(value)}"
+    return str(data)
+
+
+def exception_handler(exc, context):
+    """DRF's handler, reshaped so that every error body has ``detail`` and ``code`` (and ``errors`` if any)."""
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, ApiError):
+        body = {"detail": str(exc.detail), "code": exc.detail.code, **exc.extra}
+        for name, value in exc.headers.items():
+            response[name] = value
+    elif isinstance(exc, exceptions.ValidationError):
+        errors = exc.detail
+        body = {"detail": f"Invalid input: {_message(errors)}", "code": "invalid", "errors": errors}
+    else:
+        detail = getattr(exc, "detail", None)
+        code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
+        body = {"detail": str(detail) if detail is not None else str(exc), "code": code}
+    response.data = body
+    return response
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="What went wrong, in a sentence.")
+    code = serializers.CharField(help_text="Machine-readable reason, e.g. `not_authenticated`, `stale`.")
+    errors = serializers.JSONField(
+        required=False, help_text="For invalid input: field path (or batch index) to messages."
+    )
+
+
+_DESCRIPTIONS = {
+    400: "Invalid input (field-precise `errors`).",
+    401: "No key, or an invalid, revoked or expired key.",
+    403: "The key lacks the scope, or the store does not let agents (or this key) write.",
+    404: "No such object in the key's team.",
+    409: "An entry with this key already exists.",
+    412: "The entry changed since you read it (`If-Match` is stale); nothing was written.",
+    413: "The request body is too large.",
+    415: "The body must be JSON (`Content-Type: application/json`).",
+    428: "`If-Match` is required (the entry's ETag).",
+    429: "Too many requests for this key; see `Retry-After`.",
+}
+
+
+def error_responses(*codes: int) -> dict:
+    """OpenAPI responses for error statuses; 401, 403 and 429 are added to every authenticated operation."""
+    wanted = sorted({401, 403, 429, *codes})
+    return {code: OpenApiResponse(ErrorSerializer, description=_DESCRIPTIONS[code]) for code in wanted}
+
+
+class AgentPagination(LimitOffsetPagination):
+    default_limit = 50
+    max_limit = 500
+
+
+class AgentViewMixin:
+    """Key authentication, per-key throttling, JSON in and out. Views add ``permission_classes``."""
+
+    authentication_classes = [ApiKeyAuthentication]
+    throttle_classes = [AgentKeyRateThrottle]
+    parser_classes = [JSONParser]
+    renderer_classes = [JSONRenderer]
+    pagination_class = AgentPagination
+
+    @property
+    def key(self):
+        return self.request.auth
+
+
+class AgentAPIView(AgentViewMixin, APIView):
+    pass
+
+
+class AgentListView(AgentViewMixin, generics.ListAPIView):
+    pass
+
+
+class AgentRetrieveView(AgentViewMixin, generics.RetrieveAPIView):
+    pass

@@ -1,0 +1,59 @@
+"""Small API endpoints of the project itself: who am I (ping) and a JSON 404 for unknown API paths."""
+
+from __future__ import annotations
+
+from django.http import JsonResponse
+from django.urls import Resolver404, resolve
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from .api_base import AgentAPIView, error_responses
+from .api_permissions import IsAgent
+
+
+class PingView(AgentAPIView):
+    """The cheapest authenticated call: checks the key and says which team and scopes it has."""
+
+    permission_classes = [IsAgent]
+
+    @extend_schema(
+        tags=["meta"],
+        summary="Check the key",
+        responses={
+            200: inline_serializer(
+                "Ping",
+                {
+                    "ok": serializers.BooleanField(),
+                    "team": serializers.CharField(),
+                    "key": serializers.CharField(),
+                    "scopes": serializers.ListField(child=serializers.CharField()),
+                    "writable_stores": serializers.ListField(child=serializers.CharField()),
+                },
+            ),
+            **error_responses(),
+        },
+    )
+    def get(self, request):
+        key = self.key
+        return Response(
+            {
+                "ok": True,
+                "team": key.team.slug,
+                "key": key.name,
+                "scopes": list(key.scopes),
+                "writable_stores": list(key.writable_stores),
+            }
+        )
+
+
+def not_found(request, path=""):
+    detail = f"No API endpoint at {request.path}."
+    if not request.path.endswith("/"):
+        try:
+            match = resolve(request.path + "/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not not_found:
+            detail += f" Did you mean {request.path}/ (with the trailing slash)?"
+    return JsonResponse({"detail": detail, "code": "not_found"}, status=404)

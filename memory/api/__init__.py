@@ -1,0 +1,1 @@
+"""The memory part of the agents' API: sessions, stores and entries, context, feedback (one module each)."""

@@ -1,0 +1,68 @@
+"""GET /api/v1/context/: the block an agent puts in its prompt (see memory.context for ranking and budget)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from dreamweb.api_base import AgentAPIView, error_responses
+from dreamweb.api_permissions import HasScope
+from memory.context import build_context
+
+from .common import get_store
+from .serializers import ContextQuerySerializer, ContextSerializer
+
+
+class ContextView(AgentAPIView):
+    permission_classes = [HasScope("memory:read")]
+
+    @extend_schema(
+        tags=["context"],
+        summary="Context for an agent's prompt",
+        description=(
+            "Entries ranked by scope match (task and agent, task, agent, store-wide; entries scoped to another "
+            "agent or task are never served), relevance to `query`, rating and recency; cut to `max_items` and "
+            "`max_tokens`; plus the skills index (with `skills:read`). `text` is rendered literally. Every call is "
+            "recorded (which entry versions and skills went to which key, agent, task and session)."
+        ),
+        parameters=[ContextQuerySerializer],
+        responses={200: ContextSerializer, **error_responses(400, 404)},
+    )
+    def get(self, request):
+        params = ContextQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        p = params.validated_data
+        store = get_store(self.key, p["store"]) if p.get("store") else None
+        result = build_context(
+            self.key,
+            store=store,
+            agent=p.get("agent") or None,
+            task=p.get("task") or None,
+            query=p.get("query", ""),
+            max_items=p.get("max_items"),
+            max_tokens=p.get("max_tokens"),
+            session_external_id=request.headers.get("X-Session-Id") or p.get("session", ""),
+            include_skills=p.get("skills", True),
+        )
+        body = {
+            "items": [
+                {
+                    "key": i.key,
+                    "store": i.store,
+                    "content": i.content,
+                    "scope": {"agent": i.scope_agent, "task": i.scope_task},
+                    "version": i.version,
+                    "content_hash": i.content_hash,
+                    "score": round(i.score, 6),
+                }
+                for i in result.items
+            ],
+            "skills": result.skills,
+            "text": result.text,
+            "tokens": result.tokens,
+            "max_items": result.max_items,
+            "max_tokens": result.max_tokens,
+            "serve_id": result.serve_id,
+        }
+        # Built by hand (not through the serializer) because this is the hot path; the schema documents the shape.
+        return Response(body)

@@ -1,0 +1,146 @@
+"""POST /api/v1/sessions/: one session or a batch in the canonical format (contracts/session.schema.json).
+
+The body's size is checked before it is parsed (413), every session is validated with field-precise errors (400,
+per item index for a batch; a batch is stored all or nothing), and storing is idempotent on external_id:
+201 when anything was created, 200 when everything was already stored.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from dreamweb.api_base import AgentAPIView, InvalidInput, PayloadTooLarge, error_responses
+from dreamweb.api_permissions import HasScope
+from memory.sessions import SessionInvalid, SessionTooLarge, store_batch, validate_session
+
+from .schemas import session_request_schema
+from .serializers import SessionIngestResultSerializer
+
+
+def field_errors(messages: list[str]) -> dict[str, list[str]]:
+    """["events[3].role: must be ..."] -> {"events[3].role": ["must be ..."]}."""
+    errors: dict[str, list[str]] = {}
+    for message in messages:
+        field, sep, text = message.partition(": ")
+        if not sep or " " in field:
+            field, text = "non_field_errors", message
+        errors.setdefault(field, []).append(text)
+    return errors
+
+
+def _too_large(size: int, limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"The request body is {size} bytes; the limit is {limit} bytes (DREAMWEB_MAX_REQUEST_BYTES). "
+        "Send fewer sessions per request.",
+        extra={"limit": limit},
+    )
+
+
+class SessionIngestView(AgentAPIView):
+    permission_classes = [HasScope("sessions:write")]
+
+    @extend_schema(
+        tags=["sessions"],
+        summary="Push one session or a batch",
+        request={"application/json": session_request_schema()},
+        responses={
+            201: SessionIngestResultSerializer,
+            200: SessionIngestResultSerializer,
+            **error_responses(400, 413, 415),
+        },
+        examples=[
+            OpenApiExample(
+                "One session",
+                request_only=True,
+                value={
+                    "external_id": "run-2024-06-01-0001",
+                    "agent": "deploy-bot",
+                    "task": "release",
+                    "outcome": "success",
+                    "events": [
+                        {"type": "message", "role": "user", "content": "Ship it."},
+                        {"type": "memory_write", "content": "Deploy with `make release`, not `make deploy`."},
+                    ],
+                },
+            )
+        ],
+    )
+    def post(self, request):
+        limit = settings.DREAMWEB_MAX_REQUEST_BYTES
+        declared = request.META.get("CONTENT_LENGTH") or ""
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(int(declared), limit)
+        content_type = (request.content_type or "").split(";")[0].strip().lower()
+        if content_type not in ("application/json", ""):
+            raise exceptions.UnsupportedMediaType(content_type)
+        try:
+            raw = request.body
+        except RequestDataTooBig as exc:
+            raise _too_large(int(declared or 0), limit) from exc
+        if len(raw) > limit:
+            raise _too_large(len(raw), limit)
+        try:
+            doc = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise exceptions.ParseError(f"The body is not valid JSON: {exc}") from exc
+
+        cleans = self._validate_batch(doc) if isinstance(doc, list) else [self._validate_one(doc, size=len(raw))]
+        result = store_batch(self.key.team, cleans, key=self.key)
+        created = set(result.created)
+        seen: set[str] = set()
+        items = []
+        for index, clean in enumerate(cleans):
+            eid = clean.fields["external_id"]
+            items.append(
+                {
+                    "index": index,
+                    "external_id": eid,
+                    "status": "created" if eid in created and eid not in seen else "unchanged",
+                }
+            )
+            seen.add(eid)
+        body = {"created": len(result.created), "unchanged": len(items) - len(result.created), "results": items}
+        return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+    def _validate_one(self, doc, *, size: int | None = None):
+        try:
+            return validate_session(doc, size=size)
+        except SessionTooLarge as exc:
+            raise PayloadTooLarge(str(exc), extra={"limit": exc.limit}) from exc
+        except SessionInvalid as exc:
+            errors = field_errors(exc.errors)
+            raise InvalidInput(f"Invalid session: {exc.errors[0]}", extra={"errors": errors}) from exc
+
+    def _validate_batch(self, docs: list):
+        limit = settings.DREAMWEB_MAX_BATCH_SESSIONS
+        if not docs:
+            raise InvalidInput(
+                "The batch is empty: send at least one session.",
+                extra={"errors": {"non_field_errors": ["empty batch"]}},
+            )
+        if len(docs) > limit:
+            raise PayloadTooLarge(
+                f"The batch has {len(docs)} sessions; the limit is {limit} (DREAMWEB_MAX_BATCH_SESSIONS).",
+                extra={"limit": limit},
+            )
+        cleans, errors = [], {}
+        for index, doc in enumerate(docs):
+            try:
+                cleans.append(validate_session(doc))
+            except SessionTooLarge as exc:
+                raise PayloadTooLarge(f"Session [{index}]: {exc}", extra={"limit": exc.limit, "index": index}) from exc
+            except SessionInvalid as exc:
+                errors[str(index)] = field_errors(exc.errors)
+        if errors:
+            first = next(iter(errors))
+            raise InvalidInput(
+                f"{len(errors)} of {len(docs)} sessions are invalid (first: [{first}]); nothing was stored.",
+                extra={"errors": errors},
+            )
+        return cleans
