@@ -65,7 +65,7 @@ def read_lines(stream: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | 
 def _json_error(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         # The decoder's own "line 1 column 45" would be confused with the file's line number.
-        return f"not valid JSON: {exc.msg} (column {exc.colno})"
+        return f"not valid JSON: {exc.msg} (column {exc.pos + 1})"
     if isinstance(exc, UnicodeDecodeError):
         return f"not valid UTF-8 at byte {exc.start}"
     return f"not valid JSON: {exc}"
@@ -109,7 +109,7 @@ def import_sessions(
             reject(number, str(SessionTooLarge(size, limit)))
             continue
         try:
-            doc = json.loads(line)
+            doc = json.loads(line.rstrip(b"\r\n"))
         except (ValueError, UnicodeDecodeError) as exc:
             reject(number, _json_error(exc))
             continue
