@@ -197,6 +197,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "EntryStatusEnum": "memory.models.EntryStatus",
+        "ProposalStatusEnum": "reviews.models.ProposalStatus",
+        "RunStatusEnum": "reviews.models.RunStatus",
+    },
 }
 
 LOGGING = {

@@ -1,3 +1,11 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from .api.views import DreamTriggerView, ProposalDetailView, ProposalListView, RunDetailView, RunListView
+
+urlpatterns = [
+    path("proposals/", ProposalListView.as_view(), name="api-proposals"),
+    path("proposals/<int:id>/", ProposalDetailView.as_view(), name="api-proposal"),
+    path("dream-runs/", RunListView.as_view(), name="api-dream-runs"),
+    path("dream-runs/<int:id>/", RunDetailView.as_view(), name="api-dream-run"),
+    path("stores/<slug:slug>/dreams/", DreamTriggerView.as_view(), name="api-dream-trigger"),
+]

@@ -1,3 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path, re_path
 
-urlpatterns: list = []
+from .api.views import SkillDetailView, SkillIndexView
+
+urlpatterns = [
+    path("skills/", SkillIndexView.as_view(), name="api-skills"),
+    re_path(r"^skills/(?P<name>[^/]+)/$", SkillDetailView.as_view(), name="api-skill"),
+]

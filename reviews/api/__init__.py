@@ -1,0 +1,1 @@
+"""Proposals and dream runs for tooling (read), and triggering a dream run."""

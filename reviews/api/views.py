@@ -1,0 +1,236 @@
+"""Read access for tooling: proposals and dream runs (list with filters, detail), and triggering a dream run.
+Everything needs the key's ``dreams`` scope and stays inside the key's team."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+
+from dreamweb.api_base import AgentAPIView, AgentListView, AgentRetrieveView, Conflict, error_responses
+from dreamweb.api_permissions import HasScope
+from memory.api.common import get_store
+from reviews.models import DreamRun, Proposal, ProposalEvidence, ProposalStatus, Risk, RunStatus
+
+DREAMS = [HasScope("dreams")]
+
+
+class EvidenceSerializer(serializers.ModelSerializer):
+    session = serializers.CharField(source="session.external_id", help_text="The session's external_id.")
+
+    class Meta:
+        model = ProposalEvidence
+        fields = ["session", "event_index", "excerpt", "trust"]
+
+
+class ProposalSerializer(serializers.ModelSerializer):
+    store = serializers.CharField(source="store.slug")
+    targets = serializers.ListField(child=serializers.CharField())
+    target_hashes = serializers.DictField(child=serializers.CharField(allow_blank=True, allow_null=True))
+    risk_reasons = serializers.ListField(child=serializers.CharField())
+
+    class Meta:
+        model = Proposal
+        fields = [
+            "id",
+            "store",
+            "run",
+            "target_kind",
+            "operation",
+            "targets",
+            "target_hashes",
+            "content",
+            "scope_agent",
+            "scope_task",
+            "kind",
+            "rationale",
+            "prevalence_sessions",
+            "prevalence_of",
+            "confidence",
+            "risk",
+            "risk_reasons",
+            "status",
+            "decided_at",
+            "decision_reason",
+            "created_at",
+        ]
+
+
+class ProposalDetailSerializer(ProposalSerializer):
+    evidence = EvidenceSerializer(many=True)
+
+    class Meta(ProposalSerializer.Meta):
+        fields = [*ProposalSerializer.Meta.fields, "evidence"]
+
+
+class DreamRunSerializer(serializers.ModelSerializer):
+    store = serializers.CharField(source="store.slug")
+    cost_usd = serializers.DecimalField(max_digits=10, decimal_places=4, coerce_to_string=False)
+
+    class Meta:
+        model = DreamRun
+        fields = [
+            "id",
+            "store",
+            "trigger",
+            "status",
+            "dry_run",
+            "all_sessions",
+            "analyzer",
+            "memory_hash",
+            "sessions_selected",
+            "sessions_analysed",
+            "sessions_failed",
+            "proposals_count",
+            "tokens_input",
+            "tokens_output",
+            "cost_usd",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+
+class ProposalFilterSerializer(serializers.Serializer):
+    store = serializers.SlugField(required=False, help_text="Store slug.")
+    status = serializers.ChoiceField(choices=ProposalStatus.values, required=False)
+    risk = serializers.ChoiceField(choices=Risk.values, required=False)
+    operation = serializers.ChoiceField(choices=["add", "update", "remove", "merge"], required=False)
+    target_kind = serializers.ChoiceField(choices=["memory", "skill"], required=False)
+    run = serializers.IntegerField(required=False, min_value=1, help_text="Dream run id.")
+
+
+class RunFilterSerializer(serializers.Serializer):
+    store = serializers.SlugField(required=False, help_text="Store slug.")
+    status = serializers.ChoiceField(choices=RunStatus.values, required=False)
+
+
+class DreamTriggerSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField(default=False, help_text="Analyse and report, persist no proposals.")
+    all_sessions = serializers.BooleanField(default=False, help_text="Consider every eligible session.")
+    analyzer = serializers.CharField(max_length=100, required=False, help_text="rules (default), openai, ...")
+
+    def validate_analyzer(self, value: str) -> str:
+        from reviews.analysis import registry
+
+        if value not in registry.names():
+            raise serializers.ValidationError(f"unknown analyzer; one of {', '.join(registry.names())}")
+        return value
+
+
+def _filtered(view, qs, filter_serializer):
+    params = filter_serializer(data=view.request.query_params)
+    params.is_valid(raise_exception=True)
+    f = dict(params.validated_data)
+    if "store" in f:
+        qs = qs.filter(store=get_store(view.key, f.pop("store")))
+    if "run" in f:
+        f["run_id"] = f.pop("run")
+    return qs.filter(**f)
+
+
+class ProposalListView(AgentListView):
+    permission_classes = DREAMS
+    serializer_class = ProposalSerializer
+
+    def get_queryset(self):
+        qs = Proposal.objects.for_agent_key(self.key).select_related("store").order_by("-created_at", "-id")
+        return _filtered(self, qs, ProposalFilterSerializer)
+
+    @extend_schema(
+        tags=["dreams"],
+        summary="Proposals (filters: store, status, risk, operation, target_kind, run)",
+        parameters=[ProposalFilterSerializer],
+        responses={200: ProposalSerializer(many=True), **error_responses(400, 404)},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class ProposalDetailView(AgentRetrieveView):
+    permission_classes = DREAMS
+    lookup_url_kwarg = "id"
+    serializer_class = ProposalDetailSerializer
+
+    def get_queryset(self):
+        return Proposal.objects.for_agent_key(self.key).select_related("store").prefetch_related("evidence__session")
+
+    @extend_schema(
+        tags=["dreams"],
+        summary="One proposal with its evidence",
+        parameters=[OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH)],
+        responses={200: ProposalDetailSerializer, **error_responses(404)},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class RunListView(AgentListView):
+    permission_classes = DREAMS
+    serializer_class = DreamRunSerializer
+
+    def get_queryset(self):
+        qs = DreamRun.objects.for_agent_key(self.key).select_related("store").order_by("-created_at", "-id")
+        return _filtered(self, qs, RunFilterSerializer)
+
+    @extend_schema(
+        tags=["dreams"],
+        summary="Dream runs (filters: store, status)",
+        parameters=[RunFilterSerializer],
+        responses={200: DreamRunSerializer(many=True), **error_responses(400, 404)},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class RunDetailView(AgentRetrieveView):
+    permission_classes = DREAMS
+    lookup_url_kwarg = "id"
+    serializer_class = DreamRunSerializer
+
+    def get_queryset(self):
+        return DreamRun.objects.for_agent_key(self.key).select_related("store")
+
+    @extend_schema(
+        tags=["dreams"],
+        summary="One dream run",
+        parameters=[OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH)],
+        responses={200: DreamRunSerializer, **error_responses(404)},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class DreamTriggerView(AgentAPIView):
+    permission_classes = DREAMS
+
+    @extend_schema(
+        tags=["dreams"],
+        summary="Start a dream run over a store",
+        description="The run is created at once and processed by the task queue (in-process without a broker); "
+        "poll GET /api/v1/dream-runs/{id}/ for its progress.",
+        parameters=[OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="Store slug.")],
+        request=DreamTriggerSerializer,
+        responses={202: DreamRunSerializer, **error_responses(400, 404, 409)},
+    )
+    def post(self, request, slug):
+        store = get_store(self.key, slug)
+        data = DreamTriggerSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        # Imported here: the dream pipeline is heavy and only this endpoint needs it.
+        from reviews.dreams import start_run
+
+        options = {"dry_run": d["dry_run"], "all_sessions": d["all_sessions"]}
+        if d.get("analyzer"):
+            options["analyzer"] = d["analyzer"]
+        try:
+            run = start_run(store, trigger="api", **options)
+        except ValueError as exc:
+            raise exceptions.ValidationError({"non_field_errors": [str(exc)]}) from exc
+        except RuntimeError as exc:
+            raise Conflict(str(exc)) from exc
+        run = DreamRun.objects.for_agent_key(self.key).select_related("store").get(pk=run.pk)
+        return Response(DreamRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
