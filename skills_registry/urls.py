@@ -1,4 +1,13 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import views
 
 app_name = "skills_registry"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.skill_list, name="list"),
+    path("<slug:team>/<slug:name>/", views.skill_detail, name="detail"),
+    path("<slug:team>/<slug:name>/versions/", views.skill_versions, name="versions"),
+    path("<slug:team>/<slug:name>/diff/", views.skill_diff, name="diff"),
+    path("<slug:team>/<slug:name>/revert/<int:number>/", views.skill_revert, name="revert"),
+    path("<slug:team>/<slug:name>/files/<path:path>", views.skill_reference, name="reference"),
+]

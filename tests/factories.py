@@ -68,3 +68,10 @@ class SessionFactory(factory.django.DjangoModelFactory):
 
 def make_entry(store, key="deploy-command", content="Deploy with `make deploy`.", **kwargs):
     return create_entry(store, key=key, content=content, author=Author.system(), **kwargs)
+
+
+def make_skill(team, name="release-process", description="How to release to production.", body="# Release\n", **kwargs):
+    """A published skill written through the skills service (version 1, system author)."""
+    from skills_registry.services import create_skill
+
+    return create_skill(team, name=name, description=description, body=body, author=Author.system(), **kwargs)

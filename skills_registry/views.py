@@ -1,0 +1,158 @@
+"""Skills pages: list with search, a skill rendered safely with its references, its versions, diffs, revert.
+
+Every skill is loaded through dreamweb.gates.get_for_user (404 for other teams, 403 when the role is too low);
+the rules live in skills_registry.services.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from dreamweb.gates import get_for_user, membership_for
+from dreamweb.models import Role
+from memory.services import Author
+
+from . import folders
+from .models import Skill, SkillVersion
+from .rendering import diff_lines, render_markdown
+from .services import InvalidSkill, StaleSkillWrite, revert_skill, skill_md
+
+LIST_LIMIT = 200
+
+
+def _skill(request, team: str, name: str, *, role: str = Role.VIEWER) -> Skill:
+    return get_for_user(Skill.objects.select_related("team"), request.user, role=role, team__slug=team, name=name)
+
+
+def _can_review(request, skill: Skill) -> bool:
+    membership = membership_for(request.user, skill.team_id)
+    return membership is not None and membership.allows(Role.REVIEWER)
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def skill_list(request):
+    query = request.GET.get("q", "").strip()
+    skills = list(
+        Skill.objects.for_user(request.user)
+        .search(query)
+        .select_related("team")
+        .only("name", "description", "status", "version", "tags", "updated_at", "team__slug", "team__name")
+        .order_by("team__slug", "name")[: LIST_LIMIT + 1]
+    )
+    context = {"skills": skills[:LIST_LIMIT], "more": len(skills) > LIST_LIMIT, "query": query}
+    template = "skills_registry/list.html#skill-rows" if request.htmx else "skills_registry/list.html"
+    return render(request, template, context)
+
+
+def _references(skill) -> list[dict]:
+    return [
+        {"path": path, "size": folders.reference_size(value), "binary": folders.is_binary(value)}
+        for path, value in sorted((skill.references or {}).items())
+    ]
+
+
+@login_required
+@require_GET
+def skill_detail(request, team: str, name: str):
+    skill = _skill(request, team, name)
+    context = {
+        "skill": skill,
+        "body_html": render_markdown(skill.body),
+        "references": _references(skill),
+        "can_review": _can_review(request, skill),
+    }
+    return render(request, "skills_registry/detail.html", context)
+
+
+@login_required
+@require_GET
+def skill_reference(request, team: str, name: str, path: str):
+    skill = _skill(request, team, name)
+    value = (skill.references or {}).get(path)
+    if value is None:
+        raise Http404("No such reference file.")
+    if folders.is_binary(value):
+        # Never served inline: a reference could be HTML or SVG written by anyone.
+        response = HttpResponse(folders.decode_reference(value), content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{path.rsplit("/", 1)[-1]}"'
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+    return render(request, "skills_registry/reference.html", {"skill": skill, "path": path, "text": value})
+
+
+@login_required
+@require_GET
+def skill_versions(request, team: str, name: str):
+    skill = _skill(request, team, name)
+    versions = list(
+        SkillVersion.objects.for_team(skill.team_id)
+        .filter(skill=skill)
+        .select_related("author_user", "author_key")
+        .defer("body", "references", "front_matter")
+        .order_by("-number")
+    )
+    context = {"skill": skill, "versions": versions, "can_review": _can_review(request, skill)}
+    return render(request, "skills_registry/versions.html", context)
+
+
+def _number(value, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+@login_required
+@require_GET
+def skill_diff(request, team: str, name: str):
+    skill = _skill(request, team, name)
+    new_no = _number(request.GET.get("b"), skill.version)
+    old_no = _number(request.GET.get("a"), new_no - 1)
+    versions = {
+        v.number: v
+        for v in SkillVersion.objects.for_team(skill.team_id).filter(skill=skill, number__in=[old_no, new_no])
+    }
+    if new_no not in versions or (old_no not in versions and old_no != 0):
+        raise Http404("No such version.")
+    old, new = versions.get(old_no), versions[new_no]
+    old_refs, new_refs = (old.references if old else {}) or {}, new.references or {}
+    context = {
+        "skill": skill,
+        "old": old,
+        "new": new,
+        "rows": diff_lines(skill_md(old) if old else "", skill_md(new)),
+        "refs_added": sorted(set(new_refs) - set(old_refs)),
+        "refs_removed": sorted(set(old_refs) - set(new_refs)),
+        "refs_changed": sorted(p for p in set(old_refs) & set(new_refs) if old_refs[p] != new_refs[p]),
+        "numbers": range(skill.version, 0, -1),
+    }
+    return render(request, "skills_registry/diff.html", context)
+
+
+@login_required
+@require_POST
+def skill_revert(request, team: str, name: str, number: int):
+    skill = _skill(request, team, name, role=Role.REVIEWER)
+    try:
+        skill = revert_skill(
+            skill,
+            to_number=number,
+            base_hash=request.POST.get("base_hash") or None,
+            author=Author.person(request.user),
+            reason=request.POST.get("reason", "").strip()[:500],
+        )
+    except StaleSkillWrite:
+        messages.error(request, "The skill changed while you were looking at it; nothing was reverted. Look again.")
+        return redirect("skills_registry:versions", team=team, name=name)
+    except InvalidSkill as exc:
+        messages.error(request, str(exc))
+        return redirect("skills_registry:versions", team=team, name=name)
+    messages.success(request, f"Reverted {skill.name} to version {number}; that is now version {skill.version}.")
+    return redirect("skills_registry:versions", team=skill.team.slug, name=skill.name)
