@@ -1,0 +1,717 @@
+"""Cross-session aggregation: group findings, count prevalence k of N, diff against memory, draft proposals.
+
+Grouping is near-linear in the number of findings:
+1. findings with the same (family, normalised key) fall into one hash bucket;
+2. buckets are merged by a cheap similarity test, but only against the leaders of a few small candidate blocks
+   (the same corrected command, a shared anchor such as a number or URL, a min-hash pick of the words); a block
+   holds at most MAX_LEADERS leaders, so no finding is ever compared with all the others.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from . import normalize as nz
+from .findings import AggregateResult, ProposalDraft, SessionFindings, signature, trim
+from .risk import assess, redact, redact_draft
+
+MAX_LEADERS = 24  # leaders kept per candidate block
+MAX_EVIDENCE_PER_SESSION = 3
+MAX_ISOLATED = 500
+
+FAMILY = {
+    "corrected_command": "fix",
+    "repeated_mistake": "fix",
+    "tool_failure": "fix",
+    "correction": "pref",
+    "preference": "pref",
+    "user_correction": "pref",
+    "note": "note",
+    "inband_note": "note",
+    "missing_procedure": "note",
+    "rediscovered_knowledge": "where",
+    "rediscovery": "where",
+    "lookup": "lookup",
+    "secret": "secret",
+    "injection": "injection",
+}
+NEVER_PROPOSED = {"failure", "secret", "injection"}
+BASE_CONFIDENCE = {"fix": 0.7, "pref": 0.75, "note": 0.6, "where": 0.6, "lookup": 0.45}
+
+
+def family_of(f: dict) -> str:
+    fam = FAMILY.get(f.get("kind"), "")
+    if fam == "fix" and not f.get("new"):
+        return "failure"
+    if not fam:
+        # An unknown kind from another analyzer: a before/after pair is a fix, anything else is grouped as text.
+        fam = "fix" if f.get("new") and f.get("old") else "note"
+    return fam
+
+
+def _words_re(phrase: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w-]){re.escape(phrase)}(?![\w-])", re.I)
+
+
+@dataclass
+class Bucket:
+    family: str
+    key: str
+    items: list[tuple[int, dict]] = field(default_factory=list)  # (session index, finding)
+    # features of the first finding, for the similarity test
+    new: str = ""
+    old: str = ""
+    sig: str = ""
+    said_new: tuple = ()
+    said_old: frozenset = frozenset()
+    anchors: frozenset = frozenset()
+    salient: frozenset = frozenset()
+    location: str = ""
+
+    def features(self) -> None:
+        f = self.items[0][1]
+        self.new = nz.normalize_command(f.get("new") or "")
+        self.old = nz.normalize_command(f.get("old") or "")
+        self.sig = f.get("error_signature") or (nz.normalize_error(f["error"]) if f.get("error") else "")
+        self.said_new = tuple(sorted(f.get("said_new") or nz.command_words(self.new) - nz.command_words(self.old)))
+        self.said_old = frozenset(f.get("said_old") or nz.command_words(self.old) - nz.command_words(self.new))
+        text = f.get("summary") or ""
+        self.anchors = nz.anchors(text)
+        self.salient = nz.salient(text)
+        self.location = (f.get("location") or "").lower()
+
+    def blocks(self) -> list[tuple]:
+        fam = self.family
+        if fam == "fix":
+            return [("fix", self.new)]
+        if fam == "pref":
+            return [("pref", self.said_new)]
+        if fam == "where":
+            return [("where", self.location)] if self.location else []
+        if fam == "note":
+            keys = [("note-a", a) for a in sorted(self.anchors)[:4]]
+            return keys + [("note-w", w) for w in nz.minhash_keys(self.salient, 3)]
+        return []
+
+    def similar(self, other: Bucket) -> bool:
+        fam = self.family
+        if fam != other.family:
+            return False
+        if fam == "fix":
+            if self.new != other.new:
+                return False
+            return (bool(self.sig) and self.sig == other.sig) or nz.jaccard(
+                nz.shingles(self.old), nz.shingles(other.old)
+            ) >= 0.5
+        if fam == "pref":
+            return self.said_new == other.said_new and (
+                nz.overlap(self.said_old, other.said_old) >= 0.5 or not (self.said_old or other.said_old)
+            )
+        if fam == "where":
+            return bool(self.location) and self.location == other.location
+        if fam == "note":
+            return notes_alike(self.anchors, self.salient, other.anchors, other.salient)
+        return False
+
+
+def anchors_compatible(a: frozenset, b: frozenset) -> bool:
+    if a == b:
+        return True
+    if not a or not b:
+        return False
+    return a <= b or b <= a
+
+
+def notes_alike(a_anc, a_sal, b_anc, b_sal) -> bool:
+    """Two texts state the same fact: the same concrete anchors and mostly the same words."""
+    if not anchors_compatible(a_anc, b_anc):
+        return False
+    common = len(a_sal & b_sal)
+    if a_anc and b_anc:
+        return common >= 2 and nz.overlap(a_sal, b_sal) >= 0.3
+    return common >= 2 and nz.overlap(a_sal, b_sal) >= 0.5
+
+
+def group(sessions: list[SessionFindings]) -> list[list[Bucket]]:
+    """Clusters of buckets; each cluster is one pattern."""
+    buckets: dict[tuple[str, str], Bucket] = {}
+    for si, sf in enumerate(sessions):
+        for f in sf.findings or ():
+            if not isinstance(f, dict):
+                continue
+            fam = family_of(f)
+            key = nz.collapse(str(f.get("key") or "")).lower() or nz.content_key(f.get("summary") or "")
+            b = buckets.get((fam, key))
+            if b is None:
+                b = buckets[(fam, key)] = Bucket(fam, key)
+            b.items.append((si, f))
+    ordered = sorted(buckets.values(), key=lambda b: (-len(b.items), b.family, b.key))
+    leaders: dict[tuple, list[int]] = defaultdict(list)
+    clusters: list[list[Bucket]] = []
+    for b in ordered:
+        b.features()
+        blocks = b.blocks()
+        home = None
+        for blk in blocks:
+            for ci in leaders.get(blk, ()):
+                if clusters[ci][0].similar(b):
+                    home = ci
+                    break
+            if home is not None:
+                break
+        if home is not None:
+            clusters[home].append(b)
+            continue
+        clusters.append([b])
+        for blk in blocks:
+            lst = leaders[blk]
+            if len(lst) < MAX_LEADERS:
+                lst.append(len(clusters) - 1)
+    return clusters
+
+
+# --- memory ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    key: str
+    content: str
+    content_hash: str
+    scope_agent: str | None
+    scope_task: str | None
+    origin: str
+    lower: str
+    anchors: frozenset
+    salient: frozenset
+
+
+class MemoryIndex:
+    def __init__(self, memory, skills=()):
+        self.entries: list[Entry] = []
+        for m in memory or ():
+            content = m.get("content") or ""
+            scope = m.get("scope") or {}
+            self.entries.append(
+                Entry(
+                    key=m.get("key") or "",
+                    content=content,
+                    content_hash=m.get("content_hash") or "",
+                    scope_agent=m.get("scope_agent", scope.get("agent")),
+                    scope_task=m.get("scope_task", scope.get("task")),
+                    origin=m.get("origin") or "human",
+                    lower=nz.collapse(content).lower(),
+                    anchors=nz.anchors(content),
+                    salient=nz.salient(content),
+                )
+            )
+        self.skill_texts = [nz.collapse(f"{s.get('description') or ''} {s.get('body') or ''}").lower() for s in skills]
+        self.by_token: dict[str, list[int]] = defaultdict(list)
+        for i, e in enumerate(self.entries):
+            for t in e.salient | e.anchors:
+                self.by_token[t].append(i)
+        self.hosts = set()
+        for e in self.entries:
+            self.hosts |= nz.hosts(e.content)
+
+    def candidates(self, tokens) -> list[Entry]:
+        ids: set[int] = set()
+        for t in tokens:
+            ids.update(self.by_token.get(t, ()))
+        return [self.entries[i] for i in sorted(ids)]
+
+    def mentioning(self, phrase: str) -> list[Entry]:
+        if not phrase:
+            return []
+        toks = nz.salient(phrase) | nz.anchors(phrase) | {w for w in nz.command_words(phrase)}
+        pat = _words_re(nz.collapse(phrase))
+        cands = self.candidates(toks) if toks else self.entries
+        return [e for e in cands if pat.search(e.lower)]
+
+    def skill_mentions(self, phrase: str) -> bool:
+        if not phrase:
+            return False
+        pat = _words_re(nz.collapse(phrase))
+        return any(pat.search(t) for t in self.skill_texts)
+
+
+def _scope_ok(entry: Entry, agent: str | None) -> bool:
+    return entry.scope_agent in (None, "") or entry.scope_agent == agent
+
+
+# --- aggregation ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Cluster:
+    family: str
+    buckets: list[Bucket]
+    sessions: list[int]  # indices into the SessionFindings list
+    items: list[tuple[int, dict]]
+
+    @property
+    def leader(self) -> Bucket:
+        return self.buckets[0]
+
+
+def _most_common(texts: list[str]) -> str:
+    counts = Counter(t for t in texts if t)
+    if not counts:
+        return ""
+    best = max(counts.values())
+    return min(t for t, c in counts.items() if c == best)
+
+
+def _note_text(cluster: Cluster) -> str:
+    """The wording that keeps most of the cluster's facts; ties: the most frequent, then the shortest."""
+    texts = [f.get("summary") or "" for _, f in cluster.items]
+    counts = Counter(texts)
+    word_counts = Counter(w for t in counts for w in nz.salient(t))
+    core = {w for w, c in word_counts.items() if c >= max(1, len(counts) / 2)}
+    all_anchors = frozenset().union(*(nz.anchors(t) for t in counts)) if counts else frozenset()
+
+    def score(t: str):
+        return (len(nz.anchors(t) & all_anchors), len(nz.salient(t) & core), counts[t], -len(t), t)
+
+    return max(counts, key=score) if counts else ""
+
+
+def _core_key(cluster: Cluster) -> str:
+    """A stable key for the pattern (signature input): for notes, the anchors and the words most wordings share."""
+    if cluster.family != "note":
+        return f"{cluster.family}:{cluster.leader.key}"
+    texts = list({f.get("summary") or "" for _, f in cluster.items})
+    wc = Counter(w for t in texts for w in nz.salient(t))
+    core = sorted(w for w, c in wc.items() if c >= max(1, len(texts) / 2))
+    anchors = sorted(frozenset.intersection(*(nz.anchors(t) for t in texts))) if texts else []
+    return "note:" + " ".join(anchors) + "|" + " ".join(core)
+
+
+def _evidence(cluster: Cluster, sessions: list[SessionFindings]) -> list[dict]:
+    per: dict[int, list[dict]] = defaultdict(list)
+    for si, f in cluster.items:
+        for e in f.get("evidence") or ():
+            if len(per[si]) >= MAX_EVIDENCE_PER_SESSION:
+                break
+            sf = sessions[si]
+            row = {
+                "session_id": sf.session_id,
+                "external_id": sf.external_id,
+                "event_index": int(e.get("event_index") or 0),
+                "excerpt": trim(str(e.get("excerpt") or "")),
+                "trust": e.get("trust") or "agent",
+            }
+            if row not in per[si]:
+                per[si].append(row)
+    out = []
+    for si in sorted(per, key=lambda i: str(sessions[i].external_id)):
+        out += per[si]
+    return out
+
+
+def _scope(cluster: Cluster, sessions: list[SessionFindings], agent_tasks: dict) -> tuple[str | None, str | None]:
+    agents = {sessions[i].agent for i in cluster.sessions}
+    if len(agents) != 1:
+        return None, None
+    agent = next(iter(agents))
+    tasks = {sessions[i].task for i in cluster.sessions}
+    if len(tasks) != 1 or None in tasks:
+        return agent, None
+    # Narrow to the task only when that is informative: the agent does other tasks too, and all k sessions being
+    # this task would be unlikely by chance (p < 1%).
+    task = next(iter(tasks))
+    counts = agent_tasks.get(agent, Counter())
+    total = sum(counts.values())
+    share = counts.get(task, 0) / total if total else 1.0
+    if share < 1.0 and share ** len(cluster.sessions) < 0.01:
+        return agent, task
+    return agent, None
+
+
+def _confidence(cluster: Cluster, min_sessions: int, n: int) -> float:
+    base = BASE_CONFIDENCE.get(cluster.family, 0.5)
+    k = len(cluster.sessions)
+    c = base + 0.03 * max(0, k - min_sessions) + (0.1 * k / n if n else 0)
+    trusts = {e.get("trust") for _, f in cluster.items for e in f.get("evidence") or ()}
+    if trusts and trusts <= {"tool", "web"}:
+        c *= 0.5
+    return round(min(0.95, c), 2)
+
+
+def _rewrite(content: str, old: str, new: str, why: str) -> str:
+    """The entry's text with the old command/choice replaced by the new one, and the reason appended."""
+    pat = _words_re(nz.collapse(old))
+    if old and pat.search(content):
+        text = pat.sub(lambda m: new, content)
+    else:
+        text = content.rstrip() + f" Use `{new}` instead of `{old}`."
+    return text.rstrip() + " " + why
+
+
+def _agents_label(cluster: Cluster, sessions) -> str:
+    agents = sorted({sessions[i].agent for i in cluster.sessions})
+    return ", ".join(agents[:3]) + (f" and {len(agents) - 3} more" if len(agents) > 3 else "")
+
+
+def _describe(cluster: Cluster, sessions, n: int) -> str:
+    k = len(cluster.sessions)
+    f = cluster.items[0][1]
+    who = _agents_label(cluster, sessions)
+    head = f"Seen in {k} of {n} sessions ({who})"
+    fam = cluster.family
+    if fam == "fix":
+        errors = {nz.error_line(x.get("error") or "") for _, x in cluster.items}
+        varied = (
+            f", with {len(errors)} different error texts that normalise to one signature" if len(errors) > 1 else ""
+        )
+        if f.get("kind") == "tool_failure":
+            return f"{head}: `{f.get('old')}` failed{varied} and succeeded after `{f.get('new')}`."
+        err = trim(f.get("error") or "", 120)
+        return f"{head}: `{f.get('old')}` failed ({err}){varied}; `{f.get('new')}` then worked."
+    if fam == "pref":
+        wordings = len({x.get("summary") for _, x in cluster.items})
+        return f"{head}: the user corrected the agent from `{f.get('old')}` to `{f.get('new')}` ({wordings} wordings)."
+    if fam == "note":
+        wordings = len({x.get("summary") for _, x in cluster.items})
+        src = {x.get("source_url") for _, x in cluster.items if x.get("source_url")}
+        tail = f" It repeats a fetched page ({', '.join(sorted(src)[:2])})." if src else ""
+        return f"{head}: agents saved this in-band, in {wordings} different wordings.{tail}"
+    if fam == "where":
+        return f"{head}: agents searched for `{f.get('query')}` and then opened `{f.get('location')}`."
+    if fam == "lookup":
+        queries = sorted({x.get("query") or "" for b in cluster.buckets for _, x in b.items})
+        return (
+            f"{head}: agents looked up {', '.join(f'`{q}`' for q in queries[:4])} again and again; no other agent did."
+        )
+    return head + "."
+
+
+def _isolated_row(cluster: Cluster, sessions, reason: str) -> dict:
+    f = cluster.items[0][1]
+    return {
+        "kind": f.get("kind"),
+        "key": redact(cluster.leader.key),
+        "summary": redact(f.get("summary") or ""),
+        "sessions": len(cluster.sessions),
+        "supporting_sessions": sorted({str(sessions[i].external_id) for i in cluster.sessions})[:20],
+        "reason": reason,
+    }
+
+
+def _merge_lookups(clusters: list[Cluster]) -> list[Cluster]:
+    """Several lookups made in exactly the same sessions are one piece of knowledge: propose it once."""
+    by_sessions: dict[tuple, Cluster] = {}
+    out = []
+    for c in clusters:
+        if c.family not in ("lookup", "where"):
+            out.append(c)
+            continue
+        sig = tuple(c.sessions)
+        if sig in by_sessions:
+            host = by_sessions[sig]
+            if host.family == "lookup" and c.family == "where":
+                host.family = "where"
+                host.buckets = c.buckets + host.buckets
+                host.items = c.items + host.items
+            else:
+                host.buckets += c.buckets
+                host.items += c.items
+            continue
+        by_sessions[sig] = c
+        out.append(c)
+    return out
+
+
+def _merge_duplicates(index: MemoryIndex, n: int) -> list[ProposalDraft]:
+    """Existing entries that say the same thing (same scope, same anchors, mostly the same words)."""
+    entries = index.entries
+    parent = list(range(len(entries)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    blocks: dict[tuple, list[int]] = defaultdict(list)
+    for i, e in enumerate(entries):
+        keys = [("a", a) for a in sorted(e.anchors) if not a.isdigit()][:4]
+        keys += [("w", w) for w in nz.minhash_keys(e.salient, 3)]
+        for blk in keys:
+            for j in blocks[blk][:MAX_LEADERS]:
+                o = entries[j]
+                if (o.scope_agent, o.scope_task) != (e.scope_agent, e.scope_task) or find(i) == find(j):
+                    continue
+                common = len(e.salient & o.salient)
+                same_anchor = bool(e.anchors) and e.anchors == o.anchors
+                alike = (same_anchor and common >= 2 and nz.overlap(e.salient, o.salient) >= 0.5) or (
+                    not e.anchors and not o.anchors and common >= 3 and nz.jaccard(e.salient, o.salient) >= 0.7
+                )
+                if alike:
+                    parent[find(i)] = find(j)
+            blocks[blk].append(i)
+    groups: dict[int, list[Entry]] = defaultdict(list)
+    for i, e in enumerate(entries):
+        groups[find(i)].append(e)
+    drafts = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda e: (-len(e.content), e.key))
+        text = members[0].content.strip()
+        for other in members[1:]:
+            for sentence in re.split(r"(?<=[.!?])\s+", other.content.strip()):
+                have_anc, have_sal = nz.anchors(text), nz.salient(text)
+                new_facts = nz.anchors(sentence) - have_anc
+                if new_facts or len(nz.salient(sentence) - have_sal) >= 2:
+                    text = text.rstrip() + " " + sentence
+        keys = sorted(e.key for e in members)
+        drafts.append(
+            ProposalDraft(
+                target_kind="memory",
+                operation="merge",
+                targets=keys,
+                target_hashes={e.key: e.content_hash for e in members},
+                content=text,
+                scope_agent=members[0].scope_agent,
+                scope_task=members[0].scope_task,
+                kind="duplicate",
+                rationale=f"Entries {', '.join(f'`{k}`' for k in keys)} say the same thing; one entry keeps the facts "
+                "of "
+                f"all ({len(members)} entries, same scope).",
+                prevalence_sessions=0,
+                prevalence_of=n,
+                confidence=0.7,
+                risk="low",
+                risk_reasons=[],
+                signature=signature("merge", "memory", keys, "merge:" + ",".join(keys)),
+                evidence=[],
+                key_hint=keys[0],
+            )
+        )
+    return drafts
+
+
+def aggregate(
+    sessions: list[SessionFindings],
+    *,
+    sessions_analysed: int,
+    memory: list[dict],
+    skills=(),
+    min_sessions: int = 3,
+    min_share: float = 0.0,
+    store_kind: str = "project",
+    allowed_hosts=(),
+) -> AggregateResult:
+    n = max(int(sessions_analysed or 0), len(sessions), 1)
+    result = AggregateResult()
+    index = MemoryIndex(memory, skills)
+    agent_tasks: dict[str, Counter] = defaultdict(Counter)
+    for sf in sessions:
+        agent_tasks[sf.agent][sf.task] += 1
+    many_agents = len(agent_tasks) > 1
+
+    clusters = []
+    for buckets in group(sessions):
+        items = [it for b in buckets for it in b.items]
+        clusters.append(Cluster(buckets[0].family, buckets, sorted({si for si, _ in items}), items))
+
+    # Which agents performed each lookup: a lookup every agent makes is routine, not rediscovered knowledge.
+    lookup_agents: dict[str, set] = defaultdict(set)
+    for c in clusters:
+        if c.family == "lookup":
+            lookup_agents[c.leader.key].update(sessions[i].agent for i in c.sessions)
+
+    proposable: list[Cluster] = []
+    for c in clusters:
+        k = len(c.sessions)
+        if c.family == "secret" or c.family == "injection":
+            row = _isolated_row(
+                c,
+                sessions,
+                "holds a secret: never proposed"
+                if c.family == "secret"
+                else "a fetched page gives agents instructions: never proposed",
+            )
+            result.withheld.append(row)
+            continue
+        if k < min_sessions or k / n < min_share:
+            result.isolated.append(_isolated_row(c, sessions, f"seen in {k} of {n} sessions"))
+            continue
+        if c.family == "failure":
+            result.isolated.append(_isolated_row(c, sessions, "recurring failure, but no fix was seen"))
+            continue
+        if c.family == "lookup" and (not many_agents or len(lookup_agents[c.leader.key]) > 1):
+            result.isolated.append(_isolated_row(c, sessions, "routine lookup (made by several agents or no contrast)"))
+            continue
+        proposable.append(c)
+    proposable = _merge_lookups(proposable)
+
+    allowed = set(allowed_hosts or ()) | index.hosts
+    for c in proposable:
+        draft = _draft(c, sessions, n, index, min_sessions, agent_tasks, result)
+        if draft is None:
+            continue
+        _finish(draft, index, store_kind, allowed)
+        result.proposals.append(draft)
+    for draft in _merge_duplicates(index, n):
+        _finish(draft, index, store_kind, allowed)
+        result.proposals.append(draft)
+
+    result.isolated.sort(key=lambda r: (-r["sessions"], r["key"]))
+    del result.isolated[MAX_ISOLATED:]
+    result.proposals.sort(key=lambda d: (-d.prevalence_sessions, d.operation, d.signature))
+    return result
+
+
+def _finish(draft: ProposalDraft, index: MemoryIndex, store_kind: str, allowed) -> None:
+    origins = {e.key: e.origin for e in index.entries}
+    draft.risk, draft.risk_reasons = assess(draft, store_kind=store_kind, allowed_hosts=allowed, target_origins=origins)
+    redact_draft(draft)
+
+
+def _known_or_stale(c: Cluster, index: MemoryIndex, agent: str | None) -> tuple[str, Entry | None]:
+    """('known', entry) when memory (or a skill) already says it, ('stale', entry) when an entry says the opposite,
+    ('new', None) otherwise."""
+    f = c.items[0][1]
+    fam = c.family
+    if fam in ("fix", "pref"):
+        new, old = f.get("new") or "", f.get("old") or ""
+        new_words = f.get("said_new") or []
+        old_words = f.get("said_old") or []
+        known = [e for e in index.mentioning(new) if _scope_ok(e, agent)]
+        if not known and new_words:
+            known = [
+                e
+                for e in index.mentioning(new_words[0])
+                if _scope_ok(e, agent) and all(_words_re(w).search(e.lower) for w in new_words)
+            ]
+        if known:
+            return "known", known[0]
+        if index.skill_mentions(new):
+            return "known", None
+        stale = [e for e in index.mentioning(old) if _scope_ok(e, agent)] if fam == "fix" or old else []
+        if not stale and old_words:
+            stale = [
+                e
+                for e in index.mentioning(old_words[0])
+                if _scope_ok(e, agent) and all(_words_re(w).search(e.lower) for w in old_words)
+            ]
+        if stale:
+            return "stale", stale[0]
+        return "new", None
+    text = _note_text(c) if fam == "note" else (f.get("summary") or "")
+    anc, sal = nz.anchors(text), nz.salient(text)
+    if fam in ("where", "lookup"):
+        loc = f.get("location") or f.get("query") or ""
+        hits = [e for e in index.mentioning(loc) if _scope_ok(e, agent)]
+        if hits:
+            return "known", hits[0]
+        if index.skill_mentions(loc):
+            return "known", None
+        return "new", None
+    for e in index.candidates(anc | sal):
+        if not _scope_ok(e, agent):
+            continue
+        common = len(sal & e.salient)
+        if anc <= e.anchors and (not anc or common >= 2) and nz.containment(sal, e.salient) >= 0.6:
+            return "known", e
+        # Same topic, different concrete facts (a changed number, host or path): the entry is out of date.
+        if (
+            common >= 3
+            and nz.overlap(sal, e.salient) >= 0.6
+            and anc
+            and e.anchors
+            and not anchors_compatible(anc, e.anchors)
+        ):
+            return "stale", e
+    return "new", None
+
+
+def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result) -> ProposalDraft | None:
+    k = len(c.sessions)
+    scope_agent, scope_task = _scope(c, sessions, agent_tasks)
+    state, entry = _known_or_stale(c, index, scope_agent)
+    evidence = _evidence(c, sessions)
+    supporting = sorted({str(sessions[i].external_id) for i in c.sessions})
+    if state == "known":
+        result.reinforced.append(
+            {
+                "key": entry.key if entry else None,
+                "content_hash": entry.content_hash if entry else None,
+                "kind": c.items[0][1].get("kind"),
+                "summary": redact(c.items[0][1].get("summary") or ""),
+                "sessions": k,
+                "supporting_sessions": supporting,
+                "evidence": evidence[:10],
+            }
+        )
+        return None
+    f = c.items[0][1]
+    fam = c.family
+    rationale = _describe(c, sessions, n)
+    if fam == "note":
+        content = _note_text(c)
+        kind = "note"
+    elif fam in ("fix", "pref", "where"):
+        content = _most_common([x.get("summary") or "" for _, x in c.items])
+        kind = {"fix": "repeated_mistake", "pref": "preference", "where": "rediscovered_knowledge"}[fam]
+        if fam == "fix":
+            errors = {nz.error_line(x.get("error") or "") for _, x in c.items}
+            if f.get("kind") == "tool_failure" or len(errors) > 1:
+                kind = "tool_failure"
+        if fam == "where" and len(c.buckets) > 1:
+            extra = sorted({x.get("query") or "" for b in c.buckets[1:] for _, x in b.items} - {f.get("query")})
+            if extra:
+                content += " Also looked up: " + ", ".join(f"`{q}`" for q in extra[:3]) + "."
+    else:  # lookup
+        queries = []
+        for b in c.buckets:
+            queries.append(_most_common([x.get("summary") or "" for _, x in b.items]))
+        content = " ".join(queries)
+        kind = "rediscovered_knowledge"
+    if state == "stale" and entry is not None:
+        if fam in ("fix", "pref"):
+            old, new = f.get("old") or "", f.get("new") or ""
+            err = f.get("error") or ""
+            why = f"(`{old}` now fails: {trim(nz.error_line(err), 120)})" if err else f"(not `{old}`: {rationale})"
+            content = _rewrite(entry.content, old, new, why)
+        rationale = f'Memory entry `{entry.key}` is out of date: it says "{trim(entry.content, 160)}". ' + rationale
+        operation, targets, hashes, kind = "update", [entry.key], {entry.key: entry.content_hash}, "stale"
+        key_hint = entry.key
+    else:
+        operation, targets, hashes = "add", [], {}
+        key_hint = _key_hint(c)
+    return ProposalDraft(
+        target_kind="memory",
+        operation=operation,
+        targets=targets,
+        target_hashes=hashes,
+        content=content,
+        scope_agent=scope_agent,
+        scope_task=scope_task,
+        kind=kind,
+        rationale=rationale,
+        prevalence_sessions=k,
+        prevalence_of=n,
+        confidence=_confidence(c, min_sessions, n),
+        risk="low",
+        risk_reasons=[],
+        signature=signature(operation, "memory", targets, _core_key(c)),
+        evidence=evidence,
+        key_hint=key_hint,
+    )
+
+
+def _key_hint(c: Cluster) -> str:
+    f = c.items[0][1]
+    if c.family == "fix":
+        return "command-" + nz.slug(f.get("new") or "", 40)
+    if c.family == "pref":
+        return "prefer-" + nz.slug(" ".join(f.get("said_new") or [f.get("new") or ""]), 40)
+    if c.family in ("where", "lookup"):
+        return "where-" + nz.slug(f.get("location") or f.get("query") or "", 40)
+    words = [w for w in nz.words(_note_text(c)) if w not in nz.STOPWORDS][:5]
+    return "note-" + nz.slug(" ".join(words), 40)

@@ -1,0 +1,297 @@
+"""Normalisation and cheap similarity for the deterministic analysis.
+
+Two kinds of tokens matter when deciding whether two texts say the same thing:
+* salient words: lower-cased, crudely stemmed, stop words dropped ("Refunds need approval" ~ "approve any refund");
+* anchors: the concrete facts a paraphrase must keep: numbers, URLs, hosts, paths, identifiers with digits.
+  Two notes with different anchors ("ticket zq001x" vs "ticket zq002x") are different facts, however alike the words.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+URL_RE = re.compile(r"\b(?:https?|ftp|s3|gs)://[^\s'\"`<>()\[\]{}]+", re.I)
+HOST_RE = re.compile(r"\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:[a-z]{2,24})\b", re.I)
+UUID_RE = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
+HEX_RE = re.compile(r"\b(?:0x)?[0-9a-f]{7,}\b", re.I)
+TS_RE = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
+    r"|\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b"
+)
+PATH_RE = re.compile(
+    r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*|\b[\w-]+\.(?:py|js|ts|tsx|jsx|json|ya?ml|toml|"
+    r"ini|cfg|conf|md|rst|txt|sh|sql|csv|lock|env|go|rs|rb|java|kt|c|h|cpp|html|css|xml|log)\b"
+)
+NUM_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+QUOTED_RE = re.compile(r"(['\"`])([^'\"`\n]{1,200})\1")
+WORD_RE = re.compile(r"[a-z][a-z0-9_'-]*[a-z0-9]|[a-z]", re.I)
+SPACE_RE = re.compile(r"\s+")
+ID_RE = re.compile(r"\b(?=[a-z_-]*\d)(?=[0-9_-]*[a-z])[a-z0-9][a-z0-9_-]{2,}\b", re.I)
+
+STOPWORDS = frozenset(
+    """a about above after again against all also always an and any are as at be because been before being below
+    between both but by can could did do does doing don't done down during each else ever every few for from further
+    get gets got had has have having he her here hers him his how i if in into is it its it's itself just let me more
+    most must my need needs never no nor not now of off on once only or other our ours out over own per please
+    really same she should so some such than that the their them then there these they this those through to too
+    under until up upon us use used uses using very via was we were what when where which while who whom why will
+    with within without would you your yours any one ones instead rather okay ok yes also than thing things
+    make sure""".split()  # noqa: SIM905
+)
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ed", "es", "s")
+
+
+def stem(word: str) -> str:
+    """Crude but stable: strip a common suffix, then keep six characters ("approval" ~ "approve" ~ "approved")."""
+    w = word.lower().strip("'-_")
+    for suf in _SUFFIXES:
+        if w.endswith(suf) and len(w) - len(suf) >= 4:
+            w = w[: -len(suf)]
+            break
+    return w[:6]
+
+
+def collapse(text: str) -> str:
+    return SPACE_RE.sub(" ", text).strip()
+
+
+def urls(text: str) -> list[str]:
+    return [u.rstrip(".,;:!?") for u in URL_RE.findall(text or "")]
+
+
+def url_host(url: str) -> str:
+    m = re.match(r"[a-z0-9+.-]+://(?:[^@/]*@)?([^/:?#]+)", url, re.I)
+    return m.group(1).lower() if m else ""
+
+
+def hosts(text: str) -> set[str]:
+    """Hosts named in URLs, plus bare host names such as `staging.acme.test` (not file names like `app.py`)."""
+    text = text or ""
+    found = {url_host(u) for u in urls(text)}
+    rest = URL_RE.sub(" ", text)
+    for h in HOST_RE.findall(rest):
+        tld = h.rsplit(".", 1)[-1].lower()
+        if tld in _FILE_EXTS or h[0].isdigit():
+            continue
+        found.add(h.lower())
+    found.discard("")
+    return found
+
+
+_FILE_EXTS = frozenset(  # noqa: SIM905
+    "py js ts tsx jsx json yaml yml toml ini cfg conf md rst txt sh sql csv lock env go rs rb java kt c h cpp html css "
+    "xml log lib so exe whl gz tar zip png jpg svg pdf".split()
+)
+
+
+def _norm_num(n: str) -> str:
+    if re.fullmatch(r"\d{1,3}(?:,\d{3})+", n):
+        return n.replace(",", "")
+    return n
+
+
+def anchors(text: str) -> frozenset[str]:
+    """The concrete facts in a text: URLs, hosts, paths, numbers, identifiers that contain digits."""
+    text = text or ""
+    out: set[str] = set()
+    for u in urls(text):
+        out.add(u.lower().rstrip("/"))
+    rest = URL_RE.sub(" ", text)
+    for p in PATH_RE.findall(rest):
+        p = p.strip(".")
+        if "/" in p.strip("/") or "." in p:
+            out.add(p.lower().rstrip("/"))
+    rest = PATH_RE.sub(" ", rest)
+    for h in hosts(rest):
+        out.add(h)
+    rest = HOST_RE.sub(" ", rest)
+    for i in ID_RE.findall(rest):
+        out.add(i.lower())
+    rest = ID_RE.sub(" ", rest)
+    for n in NUM_RE.findall(rest):
+        out.add(_norm_num(n))
+    return frozenset(out)
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in WORD_RE.findall(text or "")]
+
+
+def salient(text: str) -> frozenset[str]:
+    """Stemmed content words without stop words, URLs, paths or numbers."""
+    text = URL_RE.sub(" ", text or "")
+    text = PATH_RE.sub(" ", text)
+    out = set()
+    for w in words(text):
+        if w in STOPWORDS or len(w) < 2 or any(ch.isdigit() for ch in w):
+            continue
+        for part in re.split(r"[-_']", w):
+            if part and part not in STOPWORDS and len(part) > 1:
+                out.add(stem(part))
+    return frozenset(out)
+
+
+def jaccard(a, b) -> float:
+    if not a and not b:
+        return 1.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter) if inter else 0.0
+
+
+def overlap(a, b) -> float:
+    """Overlap coefficient: |a ∩ b| / min(|a|, |b|); good for a short paraphrase of a longer text."""
+    if not a or not b:
+        return 0.0
+    return len(a & b) / min(len(a), len(b))
+
+
+def containment(a, b) -> float:
+    """Share of a that is in b."""
+    return len(a & b) / len(a) if a else 0.0
+
+
+def shingles(text: str, n: int = 3) -> frozenset[str]:
+    t = collapse((text or "").lower())
+    if len(t) <= n:
+        return frozenset([t]) if t else frozenset()
+    return frozenset(t[i : i + n] for i in range(len(t) - n + 1))
+
+
+def stable_hash(s: str) -> int:
+    return zlib.crc32(s.encode())
+
+
+def minhash_keys(tokens, k: int = 3) -> list[str]:
+    """k cheap min-hash picks over the tokens: sets that share most tokens share at least one pick (blocking key)."""
+    if not tokens:
+        return []
+    keys = []
+    for seed in range(k):
+        keys.append(min(tokens, key=lambda t, s=seed: stable_hash(f"{s}:{t}")))
+    return sorted(set(keys))
+
+
+# --- errors -------------------------------------------------------------------------------------------------------
+
+_EXC_LINE = re.compile(r"^(?:E\s+)?(?:[A-Za-z_][\w.]*\.)?[A-Z][A-Za-z]*(?:Error|Exception|Exit|Interrupt|Fault)\b\s*:")
+_ERR_WORDS = re.compile(
+    r"\b(?:error|errors|fatal|failed|failure|fail|not found|no such|denied|refused|timed out|timeout|cannot|can't|"
+    r"unable|no rule|unknown|invalid|missing|forbidden|unauthori[sz]ed|abort|panic|traceback|exception|"
+    r"segmentation|killed|conflict|rejected|undefined|unrecognized|unexpected)\b",
+    re.I,
+)
+
+
+def _line_score(line: str) -> int:
+    core = re.sub(r"[=_\-*#~+\s]{3,}", " ", line).strip()
+    if len(words(core)) < 2:
+        return -1
+    if _EXC_LINE.match(line.strip()):
+        return 3
+    return 2 if _ERR_WORDS.search(line) else 0
+
+
+def error_line(text: str) -> str:
+    """The most telling line of an error output (exact, unnormalised): the exception line, else the first line
+    with an error word, else the first meaningful line."""
+    best, best_score = "", -2
+    for line in (text or "").splitlines():
+        s = _line_score(line)
+        # exceptions: the last one is the root cause; other error lines: the first one is usually the headline.
+        if s > best_score or (s == 3 and best_score == 3):
+            best, best_score = line.strip(), s
+    if not best:
+        best = collapse(text or "")
+    # pytest prefixes assertion/exception lines with "E   "; the rest of the line is the message.
+    best = re.sub(r"^E\s{2,}", "", best)
+    return best[:300]
+
+
+def normalize_error(line: str) -> str:
+    """Replace what varies between occurrences of one failure: timestamps, uuids, hex ids, URLs/hosts, paths,
+    quoted file names, numbers."""
+    s = line.strip()
+    s = re.sub(r"^E\s+", "", s)
+    s = TS_RE.sub("<ts>", s)
+    s = UUID_RE.sub("<uuid>", s)
+    s = URL_RE.sub("<url>", s)
+    s = QUOTED_RE.sub(lambda m: m.group(1) + _norm_quoted(m.group(2)) + m.group(1), s)
+    s = PATH_RE.sub(lambda m: "<path>" if ("/" in m.group(0) or "." in m.group(0)) else m.group(0), s)
+    s = HOST_RE.sub(lambda m: m.group(0) if m.group(0).rsplit(".", 1)[-1].lower() in _FILE_EXTS else "<host>", s)
+    s = HEX_RE.sub(lambda m: "<hex>" if any(c.isdigit() for c in m.group(0)) else m.group(0), s)
+    s = re.sub(r"\d+", "<n>", s)
+    s = re.sub(r"(?:<n>[.,:]?)+<n>", "<n>", s)
+    return collapse(s).lower()
+
+
+def _norm_quoted(inner: str) -> str:
+    # A quoted name that carries a path or a number varies per occurrence; a plain identifier ('deploy', 'app') is
+    # the point of the message and stays.
+    if "/" in inner or "\\" in inner or re.search(r"\d", inner) or re.search(r"\.\w{1,5}$", inner):
+        return "<q>"
+    return inner
+
+
+def error_signature(text: str) -> str:
+    return normalize_error(error_line(text))
+
+
+# --- commands -----------------------------------------------------------------------------------------------------
+
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def command_tokens(cmd: str) -> list[str]:
+    return [t for t in re.split(r"\s+", (cmd or "").strip()) if t]
+
+
+def program(cmd: str) -> str:
+    """The executable of a shell command: `PYTHONPATH=src pytest -q` -> `pytest`; `sudo make x` -> `make`."""
+    for t in command_tokens(cmd):
+        if _ENV_ASSIGN.match(t) or t in ("sudo", "env", "time", "nohup", "exec", "command"):
+            continue
+        return t.rsplit("/", 1)[-1].lower()
+    return ""
+
+
+def normalize_command(cmd: str) -> str:
+    """Whitespace collapsed, lower-cased, volatile ids (uuids, long hex, timestamps, long numbers) replaced."""
+    s = collapse(cmd or "").lower()
+    s = TS_RE.sub("<ts>", s)
+    s = UUID_RE.sub("<uuid>", s)
+    s = HEX_RE.sub(lambda m: "<hex>" if any(c.isdigit() for c in m.group(0)) else m.group(0), s)
+    s = re.sub(r"\b\d{4,}\b", "<n>", s)
+    return s
+
+
+def similar_commands(a: str, b: str) -> bool:
+    """Is b plausibly a corrected version of a (same program, or mostly the same text)?"""
+    na, nb = normalize_command(a), normalize_command(b)
+    if not na or not nb or na == nb:
+        return False
+    pa, pb = program(na), program(nb)
+    if pa and pa == pb:
+        return True
+    return jaccard(shingles(na), shingles(nb)) >= 0.4
+
+
+def command_words(cmd: str) -> set[str]:
+    """Word tokens of a command or query, for what changed between two actions."""
+    out = set()
+    for t in command_tokens((cmd or "").lower()):
+        t = t.strip("'\"`,;()[]{}")
+        if t:
+            out.add(t)
+    return out
+
+
+def slug(text: str, limit: int = 48) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", (text or "").lower()).strip("-")
+    return s[:limit].rstrip("-") or "entry"
+
+
+def content_key(text: str) -> str:
+    """A normalised key of a text for signatures: sorted anchors and salient words."""
+    return " ".join(sorted(anchors(text))) + " | " + " ".join(sorted(salient(text)))

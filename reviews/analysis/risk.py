@@ -1,0 +1,189 @@
+"""Deterministic risk of a proposed memory change, and secret detection/redaction.
+
+No language model decides risk: these rules do. `high` means a person must look (the policy never auto-applies it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+from .normalize import url_host, urls
+
+REDACTED = "[REDACTED]"
+
+# Well-known credential shapes. Each pattern matches the secret itself (group 0), so it can be replaced.
+SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
+    ("private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)")),
+    ("Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,}\b")),
+    ("OpenAI-style key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}\b")),
+    ("GitHub token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b")),
+    ("GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{16,}\b")),
+    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}\b")),
+    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b")),
+    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
+    ("URL credentials", re.compile(r"(?<=://)[^\s/:@]+:[^\s/@]+(?=@)")),
+]
+# `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
+ASSIGNED_SECRET = re.compile(
+    r"(?i)\b(?:password|passwd|pwd|passphrase|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|"
+    r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)\b(?:\s+(?:is|was|=|:)|\s*[:=])\s*['\"`]?"
+    r"(?P<value>[^\s'\"`,;]{6,})"
+)
+LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{24,}(?![\w/.-])")
+
+
+def _entropy(s: str) -> float:
+    counts = Counter(s)
+    return -sum(c / len(s) * math.log2(c / len(s)) for c in counts.values())
+
+
+def _looks_random(tok: str) -> bool:
+    """A long token with mixed character classes and high entropy: likely a key, not a word or a path."""
+    if tok.count("/") > 1 or tok.startswith(("http", "www")):
+        return False
+    classes = sum(bool(re.search(p, tok)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
+    return classes >= 3 and _entropy(tok) >= 3.8
+
+
+def find_secrets(text: str) -> list[tuple[str, int, int]]:
+    """(what, start, end) of every secret-looking span in the text."""
+    spans: list[tuple[str, int, int]] = []
+    if not text:
+        return spans
+    for name, pat in SECRET_PATTERNS:
+        spans += [(name, m.start(), m.end()) for m in pat.finditer(text)]
+    for m in ASSIGNED_SECRET.finditer(text):
+        value = m.group("value")
+        if value.startswith(REDACTED) or value.lower() in ("required", "needed", "missing", "set", "unset", "none"):
+            continue
+        # "the token is stored in vault" is not a secret: require a value that is not an ordinary word.
+        if value.isalpha() and value.islower():
+            continue
+        spans.append(("credential", m.start("value"), m.end("value")))
+    for m in LONG_TOKEN.finditer(text):
+        if _looks_random(m.group(0)):
+            spans.append(("high-entropy token", m.start(), m.end()))
+    return spans
+
+
+def has_secret(text: str) -> bool:
+    return bool(find_secrets(text))
+
+
+def redact(text: str | None) -> str | None:
+    """The text with every secret-looking span replaced by [REDACTED]."""
+    if not text:
+        return text
+    spans = sorted(find_secrets(text), key=lambda s: (s[1], -s[2]))
+    out, pos = [], 0
+    for _, start, end in spans:
+        if start < pos:  # overlapping match already replaced
+            continue
+        out.append(text[pos:start])
+        out.append(REDACTED)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def secret_kinds(text: str) -> list[str]:
+    return sorted({name for name, _, _ in find_secrets(text)})
+
+
+# --- dangerous instructions ---------------------------------------------------------------------------------------
+
+REMOTE_CODE = [
+    re.compile(r"(?i)\b(?:curl|wget|fetch|http)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b"),
+    re.compile(r"(?i)\b(?:curl|wget)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:python\d?|perl|ruby|node|php)\b"),
+    re.compile(r"(?i)(?:ba|z)?sh\s+<\(\s*(?:curl|wget)\b"),
+    re.compile(r"(?i)\b(?:sh|bash|eval)\b\s+(?:-c\s+)?[\"']?\$\(\s*(?:curl|wget)\b"),
+    re.compile(
+        r"(?i)\b(?:iex|invoke-expression)\b.*\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|downloadstring)\b"
+    ),
+    re.compile(r"(?i)\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n]*\|\s*(?:iex|invoke-expression)\b"),
+    re.compile(r"(?i)\bpowershell\b[^\n]*-(?:enc|encodedcommand)\b"),
+    re.compile(r"(?i)\bpip\s+install\s+(?:git\+)?https?://"),
+]
+EXFILTRATION = [
+    re.compile(
+        r"(?i)\b(?:send|post|upload|forward|email|e-mail|paste|submit|share|report|copy|transmit|exfiltrat\w*)\b"
+        r"[^.\n]{0,80}(?:\.env\b|\b(?:password|passwd|credential|secret|token|api[ _-]?key|keys?|ssh|cookie|session|"
+        r"data|database|dump|logs?|files?|customer|personal)\w*\b)[^\n]{0,80}?\b(?:to|at|into)\b\s+"
+        r"(?:https?://|[\w-]+(?:\.[\w-]+)+|\S+@\S+)"
+    ),
+    re.compile(r"(?i)\bcurl\b[^\n]*\s(?:-d|--data(?:-binary|-raw)?|-F|--form|-T|--upload-file)\s[^\n]*https?://"),
+    re.compile(r"(?i)\b(?:scp|rsync)\b[^\n]*\s[\w.-]+@[\w.-]+:"),
+]
+
+
+def _host_allowed(host: str, allowed) -> bool:
+    host = host.lower()
+    for a in allowed:
+        a = a.lower().lstrip(".")
+        if host == a or host.endswith("." + a):
+            return True
+    return False
+
+
+def _get(draft, name, default=None):
+    return draft.get(name, default) if isinstance(draft, dict) else getattr(draft, name, default)
+
+
+def assess(
+    draft,
+    *,
+    store_kind: str = "project",
+    allowed_hosts=(),
+    target_origins: dict | None = None,
+) -> tuple[str, list[str]]:
+    """(risk, reasons) for a ProposalDraft (or a dict with the same fields). Call it BEFORE redaction so that a
+    secret is seen; `target_origins` maps target keys to the entries' origin (human/agent/dream/import)."""
+    operation = _get(draft, "operation", "add")
+    content = _get(draft, "content") or ""
+    texts = [content, _get(draft, "rationale") or ""] + [e.get("excerpt") or "" for e in _get(draft, "evidence") or []]
+    high: list[str] = []
+    medium: list[str] = []
+
+    if operation == "remove":
+        high.append("Removes an entry from memory.")
+    if store_kind == "shared":
+        high.append("Changes a shared store that every agent of the team reads.")
+    if _get(draft, "target_kind", "memory") == "skill":
+        high.append("Changes a skill; skills are promoted by people.")
+    if any(p.search(content) for p in REMOTE_CODE):
+        high.append("Tells agents to download and run remote code.")
+    if any(p.search(content) for p in EXFILTRATION):
+        high.append("Tells agents to send credentials or data to a host.")
+    unknown = sorted({url_host(u) for u in urls(content)} - {""})
+    unknown = [h for h in unknown if not _host_allowed(h, allowed_hosts)]
+    if unknown:
+        high.append(f"Points to a host the team has not allowed: {', '.join(unknown[:3])}.")
+    trusts = {e.get("trust") for e in _get(draft, "evidence") or []}
+    if trusts and trusts <= {"tool", "web"}:
+        source = "web pages" if "web" in trusts else "tool output"
+        high.append(f"All its evidence comes from {source}, not from a user or an agent.")
+    if any(has_secret(t) for t in texts):
+        high.append("Contained something that looks like a secret (redacted).")
+
+    origins = target_origins or {}
+    human = [k for k in _get(draft, "targets") or [] if origins.get(k) in ("human", "import")]
+    if operation in ("update", "remove", "merge") and human:
+        medium.append(f"Rewrites a human-written entry ({', '.join(human[:3])}).")
+    if operation == "merge":
+        medium.append("Merges several entries into one.")
+    if high:
+        return "high", high + medium
+    if medium:
+        return "medium", medium
+    return "low", []
+
+
+def redact_draft(draft) -> None:
+    """Redact content, rationale and every evidence excerpt of a ProposalDraft in place."""
+    draft.content = redact(draft.content)
+    draft.rationale = redact(draft.rationale)
+    for e in draft.evidence:
+        e["excerpt"] = redact(e.get("excerpt") or "")

@@ -1,0 +1,518 @@
+"""The deterministic analyzer: findings from a session's structure, no network, no model.
+
+Signals (one finding per occurrence; aggregation decides what recurs):
+* corrected_command: a failed tool call, then a similar call that succeeded (old vs new, the error as evidence);
+* tool_failure: a failure retried unchanged after an intermediate step (the fix), or never fixed (kept for the
+  record; never proposed on its own);
+* correction: a user message between an agent action and a changed action that names what changed and carries a
+  negation or preference cue ("use X, not Y", "we use X", "no Y please");
+* note: an in-band `memory_write` (its provenance is `web` when it repeats what a fetched page said);
+* rediscovered_knowledge: a search whose result (a path or URL) the agent then opened: "X is at Y";
+* lookup: any other read/search of a concrete target (aggregation proposes it only when it is distinctive);
+* secret / injection: a note holding a credential, a fetched page addressing the agents: never proposed.
+
+Transcript text is untrusted data: it is only matched, never executed or followed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from . import normalize as nz
+from .findings import AnalysisResult, evidence, make_finding, trim
+from .risk import REDACTED, has_secret, redact, secret_kinds
+
+SHELL_TOOLS = re.compile(r"^(?:bash|sh|zsh|shell|terminal|run|exec|execute|run_command|run_shell|command|cmd)$", re.I)
+WEB_TOOLS = re.compile(r"web|browse|browser|fetch|http|url|crawl|scrape|internet|download", re.I)
+SEARCH_TOOLS = re.compile(r"search|grep|find|glob|locate|lookup|ripgrep|^rg$|query", re.I)
+READ_TOOLS = re.compile(r"read|open|view|cat|get_file|show|fetch|browse", re.I)
+SEARCH_PROGRAMS = {"grep", "egrep", "rg", "ag", "ack", "find", "fd", "locate", "ls", "tree", "which", "whereis"}
+READ_PROGRAMS = {"cat", "less", "more", "head", "tail", "bat"}
+WEB_PROGRAMS = {"curl", "wget", "http", "https", "httpie", "lynx", "w3m"}
+ARG_KEYS = (
+    "command",
+    "cmd",
+    "script",
+    "path",
+    "file",
+    "file_path",
+    "filename",
+    "query",
+    "q",
+    "pattern",
+    "url",
+    "target",
+    "input",
+    "text",
+)
+
+NEGATION = re.compile(
+    r"(?i)\b(?:not|no|never|don'?t|do not|doesn'?t|does not|shouldn'?t|should not|stop|avoid|instead|rather|wrong|"
+    r"nope|quit|without)\b|n't\b"
+)
+PREFERENCE = re.compile(r"(?i)\b(?:use|using|prefer|preferred|switch|should|always|only|stick|go with|standard)\b")
+ONE_OFF = re.compile(r"(?i)\b(?:for this one only|just this (?:once|time)|only (?:for )?this time|this time only)\b")
+INJECTION = re.compile(
+    r"(?i)\b(?:to (?:all )?(?:ai|llm) (?:agents?|assistants?|models?)|ai agents?:|"
+    r"ignore (?:all |any )?(?:previous|prior) instructions|remember (?:this )?permanently|system prompt|"
+    r"you must now|new instructions)\b"
+)
+LOCATION_TRIM = re.compile(r"[:#]\d+(?::\d+)?$")
+
+MAX_ARG = 400
+LOOKAHEAD = 4
+
+
+@dataclass
+class Action:
+    pos: int
+    call_index: int
+    name: str
+    arg: str
+    result_index: int | None = None
+    output: str = ""
+    failed: bool = False
+
+    @property
+    def shell(self) -> bool:
+        return bool(SHELL_TOOLS.match(self.name))
+
+    @property
+    def program(self) -> str:
+        return nz.program(self.arg) if self.shell else ""
+
+    @property
+    def text(self) -> str:
+        """How the action reads in a lesson: the command itself for a shell, `tool argument` otherwise."""
+        return self.arg if self.shell else f"{self.name} {self.arg}".strip()
+
+    @property
+    def web(self) -> bool:
+        if WEB_TOOLS.search(self.name) and not SEARCH_TOOLS.search(self.name):
+            return True
+        if WEB_TOOLS.search(self.name) and nz.urls(self.arg):
+            return True
+        return self.program in WEB_PROGRAMS and bool(nz.urls(self.arg))
+
+    @property
+    def result_trust(self) -> str:
+        return "web" if self.web else "tool"
+
+    @property
+    def is_search(self) -> bool:
+        if self.shell:
+            p = self.program
+            toks = nz.command_tokens(self.arg)
+            if p == "git" and len(toks) > 1 and toks[1] == "grep":
+                return True
+            if p in ("ls", "tree"):
+                return len([t for t in toks[1:] if not t.startswith("-")]) > 0
+            return p in SEARCH_PROGRAMS
+        return bool(SEARCH_TOOLS.search(self.name)) and bool(self.arg.strip())
+
+    @property
+    def is_read(self) -> bool:
+        if self.shell:
+            return self.program in READ_PROGRAMS
+        return bool(READ_TOOLS.search(self.name)) and bool(self.arg.strip())
+
+
+def _arg_text(arguments) -> str:
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            return arguments[:MAX_ARG]
+        arguments = parsed
+    if isinstance(arguments, dict):
+        for k in ARG_KEYS:
+            v = arguments.get(k)
+            if isinstance(v, str) and v.strip():
+                return v[:MAX_ARG]
+        parts = [v for v in arguments.values() if isinstance(v, str | int | float) and not isinstance(v, bool)]
+        return " ".join(str(p) for p in parts)[:MAX_ARG]
+    return str(arguments)[:MAX_ARG]
+
+
+def _parse(events: list) -> tuple[list[Action], list[tuple[int, str, str, int]], list[tuple[int, str, int]]]:
+    """Actions in call order; messages and notes as (event_index, ..., number of actions before them)."""
+    actions: list[Action] = []
+    by_id: dict[str, Action] = {}
+    messages: list[tuple[int, str, str, int]] = []
+    notes: list[tuple[int, str, int]] = []
+    for i, ev in enumerate(events):
+        if not isinstance(ev, dict):
+            continue
+        t = ev.get("type")
+        if t == "tool_call":
+            a = Action(
+                pos=len(actions), call_index=i, name=str(ev.get("name") or ""), arg=_arg_text(ev.get("arguments"))
+            )
+            actions.append(a)
+            by_id[str(ev.get("id"))] = a
+        elif t == "tool_result":
+            a = by_id.get(str(ev.get("call_id")))
+            if a is None or a.result_index is not None:
+                continue
+            a.result_index = i
+            a.output = str(ev.get("content") or "")
+            code = ev.get("exit_code")
+            a.failed = bool(ev.get("is_error")) or (isinstance(code, int) and code != 0)
+        elif t == "message" and isinstance(ev.get("content"), str):
+            messages.append((i, str(ev.get("role")), ev["content"], len(actions)))
+        elif t == "memory_write" and isinstance(ev.get("content"), str):
+            notes.append((i, ev["content"], len(actions)))
+    return actions, messages, notes
+
+
+class _Served:
+    """What Dreamweb served into the session: findings that only repeat it are not new evidence."""
+
+    def __init__(self, served):
+        self.texts = [nz.collapse(s).lower() for s in served or () if s]
+        self.sets = [(nz.salient(s), nz.anchors(s)) for s in self.texts]
+
+    def has_command(self, cmd: str) -> bool:
+        c = nz.collapse(cmd).lower()
+        return bool(c) and any(c in t for t in self.texts)
+
+    def has_words(self, tokens) -> bool:
+        return bool(tokens) and any(
+            all(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", t) for w in tokens) for t in self.texts
+        )
+
+    def covers(self, text: str) -> bool:
+        sal, anc = nz.salient(text), nz.anchors(text)
+        return any(anc <= s_anc and nz.containment(sal, s_sal) >= 0.7 for s_sal, s_anc in self.sets)
+
+
+def _err_evidence(a: Action) -> dict:
+    return evidence(
+        a.result_index if a.result_index is not None else a.call_index,
+        nz.error_line(a.output) or a.output,
+        a.result_trust,
+    )
+
+
+def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -> list[dict]:
+    out = []
+    for a in actions:
+        if not a.failed or not a.arg.strip():
+            continue
+        err = nz.error_line(a.output)
+        sig = nz.normalize_error(err)
+        fixed = False
+        window = actions[a.pos + 1 : a.pos + 1 + LOOKAHEAD]
+        for j, b in enumerate(window):
+            if b.name != a.name:
+                continue
+            same = nz.normalize_command(b.arg) == nz.normalize_command(a.arg)
+            if same and not b.failed:
+                # Retried unchanged and it worked: the step in between (if any) was the fix.
+                between = [x for x in window[:j] if not x.failed and x.arg.strip()]
+                if between and (a.pos, between[0].pos) not in used:
+                    fix = between[0]
+                    used.add((a.pos, fix.pos))
+                    if not served.has_command(fix.arg):
+                        out.append(_finding_retry(a, fix, err, sig))
+                fixed = True
+                break
+            if same or b.failed:
+                continue
+            if (a.shell and nz.similar_commands(a.arg, b.arg)) or (
+                not a.shell and nz.jaccard(nz.shingles(a.arg), nz.shingles(b.arg)) >= 0.4
+            ):
+                fixed = True
+                if (a.pos, b.pos) in used:
+                    break
+                used.add((a.pos, b.pos))
+                if not served.has_command(b.arg):
+                    out.append(_finding_corrected(a, b, err, sig))
+                break
+        if not fixed:
+            out.append(
+                make_finding(
+                    "tool_failure",
+                    f"err:{a.name}:{sig}",
+                    f"`{trim(a.text, 120)}` failed: {trim(err, 160)}",
+                    evidence=[evidence(a.call_index, a.text, "agent"), _err_evidence(a)],
+                    confidence=0.3,
+                    old=a.text,
+                    error=err,
+                    error_signature=sig,
+                    resolved=False,
+                    tool=a.name,
+                )
+            )
+    return out
+
+
+def _finding_corrected(a: Action, b: Action, err: str, sig: str) -> dict:
+    old, new = a.text, b.text
+    return make_finding(
+        "corrected_command",
+        f"cmd:{nz.normalize_command(old)}=>{nz.normalize_command(new)}",
+        f"Use `{new}` instead of `{old}`: `{old}` fails with: {trim(err, 160)}",
+        evidence=[evidence(a.call_index, old, "agent"), _err_evidence(a), evidence(b.call_index, new, "agent")],
+        confidence=0.7,
+        old=old,
+        new=new,
+        error=err,
+        error_signature=sig,
+        tool=a.name,
+        tags=[t for t in (a.program,) if t],
+    )
+
+
+def _finding_retry(a: Action, fix: Action, err: str, sig: str) -> dict:
+    return make_finding(
+        "tool_failure",
+        f"fix:{sig}=>{nz.normalize_command(fix.text)}",
+        f'When `{a.text}` fails with "{trim(err, 140)}", run `{fix.text}` first, then retry.',
+        evidence=[_err_evidence(a), evidence(fix.call_index, fix.text, "agent")],
+        confidence=0.6,
+        old=a.text,
+        new=fix.text,
+        error=err,
+        error_signature=sig,
+        resolved=True,
+        tool=a.name,
+    )
+
+
+def _mentions(token: str, text_lower: str) -> bool:
+    return bool(re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text_lower))
+
+
+def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]]) -> list[dict]:
+    out = []
+    for idx, role, content, before in messages:
+        if role != "user" or before == 0 or before >= len(actions) or len(content) > 600:
+            continue
+        if ONE_OFF.search(content):
+            continue
+        a, b = actions[before - 1], actions[before]
+        if nz.normalize_command(a.text) == nz.normalize_command(b.text):
+            continue
+        wa, wb = nz.command_words(a.text), nz.command_words(b.text)
+        old_only, new_only = wa - wb, wb - wa
+        low = content.lower()
+        said_old = sorted(t for t in old_only if _mentions(t, low))
+        said_new = sorted(t for t in new_only if _mentions(t, low))
+        if not (said_old or said_new):
+            continue
+        if not (NEGATION.search(content) or (PREFERENCE.search(content) and said_new)):
+            continue
+        old_key, new_key = said_old or sorted(old_only), said_new or sorted(new_only)
+        if served.has_words(new_key) and served.has_words(old_key):
+            continue
+        used.add((a.pos, b.pos))
+        fmt_new = ", ".join(f"`{t}`" for t in new_key) or f"`{b.text}`"
+        fmt_old = ", ".join(f"`{t}`" for t in old_key) or f"`{a.text}`"
+        out.append(
+            make_finding(
+                "correction",
+                f"pref:{','.join(old_key)}=>{','.join(new_key)}",
+                f"Use {fmt_new}, not {fmt_old}: run `{b.text}` instead of `{a.text}` "
+                f'(the user asked for this: "{trim(content, 140)}").',
+                evidence=[
+                    evidence(a.call_index, a.text, "agent"),
+                    evidence(idx, content, "user"),
+                    evidence(b.call_index, b.text, "agent"),
+                ],
+                confidence=0.75,
+                old=a.text,
+                new=b.text,
+                said_old=old_key,
+                said_new=new_key,
+                tool=b.name,
+            )
+        )
+    return out
+
+
+def _locations(output: str) -> list[str]:
+    found = []
+    for u in nz.urls(output):
+        found.append(u)
+    rest = nz.URL_RE.sub(" ", output)
+    for m in nz.PATH_RE.finditer(rest):
+        p = LOCATION_TRIM.sub("", m.group(0).strip(".,;:"))
+        if ("/" in p.strip("/") or "." in p) and len(p) > 3:
+            found.append(p)
+    seen, out = set(), []
+    for p in found:
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out[:8]
+
+
+def _line_with(text: str, needle: str) -> str:
+    for line in text.splitlines():
+        if needle in line:
+            return line
+    return text
+
+
+def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list[dict]:
+    out = []
+    for a in actions:
+        if a.pos in consumed or a.failed or not a.is_search:
+            continue
+        locs = _locations(a.output)
+        for b in actions[a.pos + 1 : a.pos + 1 + 3]:
+            hit = next((loc for loc in locs if loc in b.arg or b.arg.strip().lstrip("./") == loc.lstrip("./")), None)
+            if not hit or b.failed:
+                continue
+            consumed.update({a.pos, b.pos})
+            if served.has_command(hit):
+                break
+            line = _line_with(a.output, hit)
+            query = a.arg if a.shell else a.arg
+            out.append(
+                make_finding(
+                    "rediscovered_knowledge",
+                    f"where:{nz.normalize_command(query)}@{hit.lower()}",
+                    f"`{trim(query, 100)}` is in `{hit}`: agents kept searching for it (`{trim(a.text, 100)}`) "
+                    f"and then opened `{hit}` (found: {trim(line.strip(), 140)}). Go straight there.",
+                    evidence=[
+                        evidence(a.call_index, a.text, "agent"),
+                        evidence(a.result_index or a.call_index, line, a.result_trust),
+                        evidence(b.call_index, b.text, "agent"),
+                    ],
+                    confidence=0.6,
+                    query=query,
+                    location=hit,
+                    tool=a.name,
+                )
+            )
+            break
+    for a in actions:
+        if a.pos in consumed or a.failed or not (a.is_search or a.is_read) or not a.arg.strip():
+            continue
+        # Fetching the same page again is not the same as not knowing where something is, and a page's text is
+        # the least trusted input there is: bare web fetches do not become "X is at Y" knowledge.
+        if a.web:
+            continue
+        if served.has_command(a.arg):
+            continue
+        first = next((ln.strip() for ln in a.output.splitlines() if len(nz.words(ln)) >= 2), "")
+        out.append(
+            make_finding(
+                "lookup",
+                f"lookup:{a.name}:{nz.normalize_command(a.arg)}",
+                f"`{trim(a.text, 120)}` answers a recurring question" + (f": {trim(first, 160)}" if first else "."),
+                evidence=[evidence(a.call_index, a.text, "agent")]
+                + ([evidence(a.result_index, first, a.result_trust)] if first and a.result_index is not None else []),
+                confidence=0.35,
+                query=a.arg,
+                tool=a.name,
+            )
+        )
+    return out
+
+
+def _web_source(note: str, actions: list[Action], before: int) -> Action | None:
+    """The fetched page the note repeats, if any: shared URL/host/path anchors or most of its words."""
+    anc = {x for x in nz.anchors(note) if not x.isdigit()}
+    sal = nz.salient(note)
+    for a in reversed(actions[:before]):
+        if not a.web or not a.output:
+            continue
+        if anc and anc & nz.anchors(a.output):
+            return a
+        if len(sal) >= 3 and nz.containment(sal, nz.salient(a.output)) >= 0.6:
+            return a
+    return None
+
+
+def _notes(notes, actions, served: _Served) -> list[dict]:
+    out = []
+    for idx, content, before in notes:
+        text = content.strip()
+        if not text:
+            continue
+        if has_secret(text):
+            clean = redact(text)
+            out.append(
+                make_finding(
+                    "secret",
+                    "secret:"
+                    + ",".join(secret_kinds(text))
+                    + "|"
+                    + " ".join(sorted(nz.salient(clean.replace(REDACTED, " ")))),
+                    f"An agent saved a credential in-band ({', '.join(secret_kinds(text))}): {trim(clean, 160)}",
+                    evidence=[evidence(idx, clean, "agent")],
+                    confidence=0.9,
+                )
+            )
+            continue
+        if served.covers(text):
+            continue
+        src = _web_source(text, actions, before)
+        ev = [evidence(idx, text, "web" if src else "agent")]
+        if src is not None:
+            hit = next(iter(sorted(nz.anchors(text) & nz.anchors(src.output))), "")
+            ev.append(
+                evidence(src.result_index or src.call_index, _line_with(src.output, hit) if hit else src.output, "web")
+            )
+        anc, sal = nz.anchors(text), nz.salient(text)
+        out.append(
+            make_finding(
+                "note",
+                "note:" + " ".join(sorted(anc)) + "|" + " ".join(sorted(sal)),
+                trim(text, 500),
+                evidence=ev,
+                confidence=0.6,
+                source_url=(nz.urls(src.arg) or [src.arg])[0] if src is not None else None,
+            )
+        )
+    return out
+
+
+def _injections(actions: list[Action]) -> list[dict]:
+    out = []
+    for a in actions:
+        if a.web and a.output and INJECTION.search(a.output):
+            line = _line_with(a.output, INJECTION.search(a.output).group(0))
+            out.append(
+                make_finding(
+                    "injection",
+                    f"inject:{nz.normalize_command(a.arg)}",
+                    f"A fetched page addresses the agents with instructions: {trim(redact(line), 200)}",
+                    evidence=[evidence(a.result_index or a.call_index, redact(line), "web")],
+                    confidence=0.8,
+                    source_url=a.arg,
+                )
+            )
+    return out
+
+
+def analyze(doc: dict, served=()) -> AnalysisResult:
+    """Findings of one canonical session document (contracts/session.schema.json)."""
+    events = doc.get("events") or []
+    actions, messages, notes = _parse(events)
+    srv = _Served(served)
+    used: set[tuple[int, int]] = set()
+    findings = _corrections(actions, messages, srv, used)
+    findings += [f for f in _fixes(actions, srv, used)]
+    consumed = {p for pair in used for p in pair}
+    findings += _lookups(actions, srv, consumed)
+    findings += _notes(notes, actions, srv)
+    findings += _injections(actions)
+    # Nothing that looks like a secret leaves the analyzer, whatever signal it rode in on.
+    for f in findings:
+        if f["kind"] == "secret":
+            continue
+        f["summary"] = redact(f["summary"])
+        for k in ("old", "new", "error", "query", "location"):
+            if isinstance(f.get(k), str):
+                f[k] = redact(f[k])
+        for e in f["evidence"]:
+            e["excerpt"] = redact(e["excerpt"])
+    return AnalysisResult(findings=findings)
