@@ -8,6 +8,10 @@ from . import views
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("switch-team/", views.switch_team, name="switch-team"),
+    path("teams/<slug:slug>/keys/", views.agent_keys, name="agent-keys"),
+    path("keys/<int:pk>/revoke/", views.revoke_agent_key, name="revoke-agent-key"),
+    path("teams/<slug:slug>/members/", views.members, name="members"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -1,4 +1,17 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from .views import decisions, policy, queue, runs
 
 app_name = "reviews"
-urlpatterns: list = []
+urlpatterns = [
+    path("", queue.queue, name="queue"),
+    path("bulk/", decisions.bulk, name="bulk"),
+    path("proposals/<int:pk>/", decisions.proposal_detail, name="proposal"),
+    path("proposals/<int:pk>/edit/", decisions.edit, name="edit"),
+    path("proposals/<int:pk>/approve/", decisions.approve, name="approve"),
+    path("proposals/<int:pk>/reject/", decisions.reject, name="reject"),
+    path("runs/", runs.run_list, name="runs"),
+    path("runs/<int:pk>/", runs.run_detail, name="run"),
+    path("stores/<int:store_pk>/dream/", runs.dream_now, name="dream"),
+    path("stores/<int:store_pk>/policy/", policy.policy, name="policy"),
+]

@@ -1,0 +1,39 @@
+"""Forms of the tenancy pages."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import forms
+from django.utils import timezone
+
+from memory.models import MemoryStore
+
+from .models import DEFAULT_SCOPES, Scope
+
+
+class AgentKeyForm(forms.Form):
+    name = forms.SlugField(max_length=100, help_text="A name for people: which agent or fleet uses the key.")
+    scopes = forms.MultipleChoiceField(
+        choices=Scope.choices, widget=forms.CheckboxSelectMultiple, initial=list(DEFAULT_SCOPES)
+    )
+    writable_stores = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Stores the key may write in-band (needs the memory:write scope).",
+    )
+    expires_in_days = forms.IntegerField(required=False, min_value=1, max_value=3650, help_text="Empty: never.")
+
+    def __init__(self, *args, team, **kwargs):
+        super().__init__(*args, **kwargs)
+        slugs = MemoryStore.objects.for_team(team).values_list("slug", flat=True)
+        self.fields["writable_stores"].choices = [("*", "Every store that lets agents write")] + [(s, s) for s in slugs]
+
+    def key_arguments(self) -> dict:
+        days = self.cleaned_data.get("expires_in_days")
+        return {
+            "name": self.cleaned_data["name"],
+            "scopes": self.cleaned_data["scopes"],
+            "writable_stores": self.cleaned_data["writable_stores"],
+            "expires_at": timezone.now() + timedelta(days=days) if days else None,
+        }

@@ -1,0 +1,169 @@
+"""The session viewer: a transcript readable at a glance.
+
+Transcript text is untrusted (agents and tools wrote it, i.e. anyone): the view only reshapes events into plain
+values and the template prints them with auto-escaping inside an ``hx-disable`` container, so neither HTML nor htmx
+attributes in a transcript can ever act. Nothing here returns markup.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from dreamweb.gates import get_for_user
+from dreamweb.views import current_team_or_404
+
+from ..models import AgentSession, ContextServe, MemoryEntry, MemoryVersion
+
+LIST_FIELDS = (
+    "id",
+    "team",
+    "external_id",
+    "agent",
+    "task",
+    "outcome",
+    "started_at",
+    "ended_at",
+    "event_count",
+    "size_bytes",
+    "model",
+    "ingested_at",
+)
+MAX_MARK = 400
+
+
+def _text(value) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _split_mark(text: str, mark: str) -> tuple[str, str, str] | None:
+    """(before, match, after) around the first occurrence of an evidence excerpt, for <mark>; None if absent."""
+    needle = (mark or "").strip().removesuffix("…").strip()[:MAX_MARK]
+    if not needle:
+        return None
+    at = text.find(needle)
+    if at < 0:
+        return None
+    return text[:at], text[at : at + len(needle)], text[at + len(needle) :]
+
+
+def event_rows(events: list, *, mark_index: int | None = None, mark: str = "") -> list[dict]:
+    """Plain rows for the template: tool results know their call, failures are flagged, notes marked."""
+    calls: dict[str, dict] = {}
+    rows = []
+    for index, event in enumerate(events if isinstance(events, list) else []):
+        if not isinstance(event, dict):
+            rows.append({"index": index, "type": "unknown", "text": _text(event)})
+            continue
+        kind = event.get("type")
+        row = {"index": index, "type": kind, "ts": event.get("ts") or ""}
+        if kind == "message":
+            row.update(role=event.get("role") or "?", text=_text(event.get("content", "")))
+        elif kind == "tool_call":
+            row.update(name=_text(event.get("name", "?")), call_id=_text(event.get("id", "")))
+            row["text"] = _text(event.get("arguments", {}))
+            calls[row["call_id"]] = row
+        elif kind == "tool_result":
+            call = calls.get(_text(event.get("call_id", "")))
+            exit_code = event.get("exit_code")
+            failed = bool(event.get("is_error")) or (isinstance(exit_code, int) and exit_code != 0)
+            row.update(
+                text=_text(event.get("content", "")),
+                call_id=_text(event.get("call_id", "")),
+                name=call["name"] if call else "",
+                call_index=call["index"] if call else None,
+                exit_code=exit_code,
+                failed=failed,
+            )
+            if call is not None and failed:
+                call["failed"] = True
+        elif kind == "memory_write":
+            row.update(text=_text(event.get("content", "")), store=_text(event.get("store") or ""))
+        else:
+            row.update(type="unknown", label=_text(kind), text=_text(event))
+        if index == mark_index:
+            row["marked"] = _split_mark(row.get("text", ""), mark)
+            row["target"] = True
+        rows.append(row)
+    return rows
+
+
+@login_required
+@require_GET
+def session_list(request):
+    membership = current_team_or_404(request)
+    sessions = AgentSession.objects.for_user(request.user).filter(team=membership.team)
+    agent = request.GET.get("agent") or ""
+    outcome = request.GET.get("outcome") or ""
+    if agent:
+        sessions = sessions.filter(agent=agent)
+    if outcome:
+        sessions = sessions.filter(outcome=outcome)
+    page = Paginator(sessions.only(*LIST_FIELDS).order_by("-started_at", "-id"), 50).get_page(request.GET.get("page"))
+    agents = (
+        AgentSession.objects.for_user(request.user)
+        .filter(team=membership.team)
+        .order_by("agent")
+        .values_list("agent", flat=True)
+        .distinct()
+    )
+    return render(
+        request,
+        "memory/sessions.html",
+        {"page": page, "agents": list(agents), "agent": agent, "outcome": outcome, "team": membership.team},
+    )
+
+
+@login_required
+@require_GET
+def session_detail(request, pk: int):
+    session = get_for_user(AgentSession.objects.all(), request.user, pk=pk)
+    try:
+        mark_index = int(request.GET.get("event", ""))
+    except ValueError:
+        mark_index = None
+    rows = event_rows(session.events, mark_index=mark_index, mark=request.GET.get("mark", ""))
+    serves = list(
+        ContextServe.objects.filter(team_id=session.team_id, session_external_id=session.external_id)
+        .select_related("store")
+        .order_by("created_at")[:20]
+    )
+    # Entry ids of the served versions that still exist in a team the person sees: the others are not linked.
+    served_ids = {e.get("entry_id") for s in serves for e in (s.entries or []) if isinstance(e, dict)}
+    linkable = set(
+        MemoryEntry.objects.for_user(request.user)
+        .filter(pk__in=[i for i in served_ids if isinstance(i, int)])
+        .values_list("pk", flat=True)
+    )
+    learned = (
+        MemoryVersion.objects.filter(session=session)
+        .select_related("entry")
+        .only("id", "number", "operation", "key", "created_at", "entry__id", "entry__key", "team")
+        .order_by("-created_at")[:50]
+    )
+    tool_calls = sum(1 for r in rows if r["type"] == "tool_call")
+    failures = sum(1 for r in rows if r.get("failed"))
+    notes = sum(1 for r in rows if r["type"] == "memory_write")
+    return render(
+        request,
+        "memory/session.html",
+        {
+            "session": session,
+            "team": session.team,
+            "rows": rows,
+            "serves": serves,
+            "linkable": linkable,
+            "learned": list(learned),
+            "summary": {"events": len(rows), "tool_calls": tool_calls, "failures": failures, "notes": notes},
+            "metadata": _text(session.metadata) if session.metadata else "",
+        },
+    )

@@ -1,0 +1,144 @@
+"""Forms of the review pages: queue filters, decisions, bulk decisions, the autonomy policy, dream buttons."""
+
+from __future__ import annotations
+
+from django import forms
+
+from .models import AutonomyPolicy, ProposalOperation, Risk
+
+SORTS = {
+    # name: (label, ordering). Ties break on id so that paging is stable.
+    "prevalence": ("Most sessions", ["-prevalence_sessions", "-confidence", "-id"]),
+    "confidence": ("Most confident", ["-confidence", "-prevalence_sessions", "-id"]),
+    "newest": ("Newest", ["-created_at", "-id"]),
+    "oldest": ("Oldest", ["created_at", "id"]),
+}
+PER_PAGE = 20
+MAX_PER_PAGE = 100
+MAX_BULK = 200
+
+
+class QueueFilterForm(forms.Form):
+    """The queue's filters. Invalid values are dropped instead of failing the page (they come from URLs)."""
+
+    store = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    operation = forms.ChoiceField(required=False, choices=[("", "Any operation"), *ProposalOperation.choices])
+    kind = forms.ChoiceField(required=False)
+    risk = forms.ChoiceField(required=False, choices=[("", "Any risk"), *Risk.choices])
+    agent = forms.ChoiceField(required=False)
+    sort = forms.ChoiceField(required=False, choices=[(k, v[0]) for k, v in SORTS.items()])
+    per = forms.IntegerField(required=False, min_value=1, max_value=MAX_PER_PAGE)
+
+    def __init__(self, data, *, stores, kinds, agents):
+        super().__init__(data)
+        self.fields["store"].choices = [("", "All stores")] + [(s.pk, s.display_name) for s in stores]
+        self.fields["kind"].choices = [("", "Any kind")] + [(k, k.replace("_", " ")) for k in kinds]
+        self.fields["agent"].choices = [("", "Any agent scope"), ("_none", "Unscoped (all agents)")] + [
+            (a, a) for a in agents
+        ]
+
+    def filters(self) -> dict:
+        """Cleaned filters; a field that did not validate counts as absent."""
+        self.is_valid()
+        cleaned = {}
+        for name in ("store", "operation", "kind", "risk", "agent", "sort", "per"):
+            if name not in self.errors:
+                cleaned[name] = self.cleaned_data.get(name)
+        cleaned["sort"] = cleaned.get("sort") or "prevalence"
+        cleaned["per"] = cleaned.get("per") or PER_PAGE
+        return cleaned
+
+
+class DecisionForm(forms.Form):
+    # Not stripped: whitespace in an edited memory is the reviewer's choice.
+    content = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 6}))
+    reason = forms.CharField(required=False, max_length=2000)
+
+
+class IdListField(forms.Field):
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value):
+        values = value if isinstance(value, list | tuple) else ([value] if value else [])
+        try:
+            ids = sorted({int(v) for v in values})
+        except (TypeError, ValueError) as exc:
+            raise forms.ValidationError("Invalid selection.") from exc
+        if len(ids) > MAX_BULK:
+            raise forms.ValidationError(f"At most {MAX_BULK} cards at once.")
+        return ids
+
+
+class BulkForm(forms.Form):
+    ids = IdListField(required=True, error_messages={"required": "Select at least one card first."})
+    action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    reason = forms.CharField(required=False, max_length=2000)
+
+
+class CommaListField(forms.CharField):
+    def prepare_value(self, value):
+        if isinstance(value, list | tuple):
+            return ", ".join(value)
+        return value
+
+    def to_python(self, value):
+        text = super().to_python(value) or ""
+        return sorted({item.strip() for item in text.split(",") if item.strip()})
+
+
+class PolicyForm(forms.ModelForm):
+    agents = CommaListField(required=False, help_text="Comma-separated agent names; empty: every agent.")
+
+    class Meta:
+        model = AutonomyPolicy
+        fields = [
+            "mode",
+            "min_sessions",
+            "min_share",
+            "min_confidence_auto",
+            "max_sessions",
+            "token_budget",
+            "agents",
+            "schedule_enabled",
+            "schedule_minutes",
+            "analyzer",
+        ]
+        widgets = {"mode": forms.RadioSelect}
+        labels = {
+            "min_sessions": "Recurrent from (sessions)",
+            "min_share": "…and share of analysed sessions (0–1)",
+            "min_confidence_auto": "Auto-apply confidence floor (0–1)",
+            "max_sessions": "Session budget per dream",
+            "token_budget": "Token budget per dream",
+            "schedule_enabled": "Dream on a schedule",
+            "schedule_minutes": "Every (minutes)",
+        }
+
+    def clean_min_share(self):
+        value = self.cleaned_data["min_share"]
+        if not 0 <= value <= 1:
+            raise forms.ValidationError("A share between 0 and 1.")
+        return value
+
+    def clean_min_confidence_auto(self):
+        value = self.cleaned_data["min_confidence_auto"]
+        if not 0 <= value <= 1:
+            raise forms.ValidationError("A confidence between 0 and 1.")
+        return value
+
+    def clean_schedule_minutes(self):
+        value = self.cleaned_data["schedule_minutes"]
+        if value < 5:
+            raise forms.ValidationError("At least 5 minutes between dreams.")
+        return value
+
+    def clean_analyzer(self):
+        value = (self.cleaned_data["analyzer"] or "").strip()
+        if value not in {"rules", "openai"}:
+            raise forms.ValidationError("Either “rules” or “openai”.")
+        return value
+
+
+class DreamForm(forms.Form):
+    dry_run = forms.BooleanField(required=False)
+    all_sessions = forms.BooleanField(required=False)

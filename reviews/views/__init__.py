@@ -1,0 +1,1 @@
+"""The review pages, one module per resource: the queue, decisions, dream runs, autonomy policies."""

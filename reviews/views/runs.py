@@ -1,0 +1,108 @@
+"""Dream runs: the list, a run's page with live progress (htmx polls while the run works, and stops by itself:
+the finished partial no longer carries the trigger), and the "dream now" / "dry-run preview" buttons."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from dreamweb.gates import get_for_user
+from dreamweb.models import Role
+from dreamweb.views import current_team_or_404
+from memory.models import MemoryStore
+
+from ..forms import DreamForm
+from ..models import AnalysisStatus, DreamRun, Proposal, RunStatus, SessionAnalysis
+
+ACTIVE = {RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AGGREGATING}
+# The big JSON columns of a run are not needed on the list.
+LIST_DEFER = ("isolated", "options", "error")
+
+
+@login_required
+@require_GET
+def run_list(request):
+    membership = current_team_or_404(request)
+    team = membership.team
+    stores = list(MemoryStore.objects.for_user(request.user).filter(team=team).order_by("slug"))
+    runs = DreamRun.objects.for_user(request.user).filter(team=team).select_related("store", "created_by")
+    store_id = request.GET.get("store")
+    if store_id and store_id.isdigit():
+        runs = runs.filter(store_id=int(store_id))
+    page = Paginator(runs.defer(*LIST_DEFER).order_by("-created_at", "-id"), 30).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "reviews/runs.html",
+        {
+            "page": page,
+            "stores": stores,
+            "store_id": int(store_id) if store_id and store_id.isdigit() else None,
+            "can_dream": membership.allows(Role.REVIEWER),
+            "team": team,
+        },
+    )
+
+
+@login_required
+@vary_on_headers("HX-Request")
+@require_GET
+def run_detail(request, pk: int):
+    run = get_for_user(DreamRun.objects.select_related("store", "created_by"), request.user, pk=pk)
+    failures = (
+        SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.FAILED)
+        .select_related("session")
+        .only("id", "run", "session", "status", "error", "session__id", "session__external_id", "session__agent")
+        .order_by("id")[:200]
+    )
+    proposals = (
+        Proposal.objects.filter(run=run)
+        .only(
+            "id",
+            "run",
+            "operation",
+            "targets",
+            "kind",
+            "risk",
+            "status",
+            "prevalence_sessions",
+            "prevalence_of",
+            "key_hint",
+            "target_kind",
+        )
+        .order_by("-prevalence_sessions", "id")[:200]
+    )
+    context = {
+        "run": run,
+        "active": run.status in ACTIVE,
+        "failures": list(failures),
+        "proposals": list(proposals),
+        "preview": (run.options or {}).get("preview") or [],
+        "team": run.team,
+    }
+    if request.htmx and request.htmx.target == f"run-{run.pk}":
+        return render(request, "reviews/run_detail.html#run-body", context)
+    return render(request, "reviews/run_detail.html", context)
+
+
+@login_required
+@require_POST
+def dream_now(request, store_pk: int):
+    """Start a dream over one store (or a dry run that only previews what it would propose)."""
+    store = get_for_user(MemoryStore.objects.all(), request.user, role=Role.REVIEWER, pk=store_pk)
+    form = DreamForm(request.POST)
+    form.is_valid()
+    dry_run = bool(form.cleaned_data.get("dry_run"))
+    try:
+        # Imported here: the pipeline is a heavy module and the pages must load without it.
+        from ..dreams import start_run
+    except ImportError:
+        messages.error(request, "The dream pipeline is not installed on this server (reviews.dreams is missing).")
+        return redirect("reviews:runs")
+    run = start_run(store, trigger="page", user=request.user, dry_run=dry_run)
+    label = "Dry run" if dry_run else "Dream"
+    messages.success(request, f"{label} #{run.pk} started over {store.display_name}.")
+    return redirect("reviews:run", pk=run.pk)

@@ -1,0 +1,156 @@
+/* Dreamweb: small progressive enhancements. Every page works without this file; it adds the review keyboard
+   (j/k move, a approve, r reject, e edit, x select), auto-submitting filters, bulk selection and fading messages.
+   It never reads or inserts page text as HTML. */
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+
+  var current = null; // the card the keyboard acts on
+  var currentIndex = 0;
+
+  function cards() { return Array.prototype.slice.call(document.querySelectorAll("[data-card]")); }
+
+  function select(card, scroll) {
+    if (current) current.classList.remove("is-current");
+    current = card || null;
+    if (!current) return;
+    current.classList.add("is-current");
+    currentIndex = cards().indexOf(current);
+    if (scroll !== false) {
+      current.focus({ preventScroll: true });
+      current.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    }
+  }
+
+  function move(step) {
+    var all = cards();
+    if (!all.length) return;
+    var i = current && document.body.contains(current) ? all.indexOf(current) + step : (step > 0 ? 0 : all.length - 1);
+    select(all[Math.max(0, Math.min(all.length - 1, i))]);
+  }
+
+  function ensureCurrent() {
+    if (!current || !document.body.contains(current)) {
+      var all = cards();
+      select(all[Math.min(currentIndex, all.length - 1)] || null, false);
+    }
+    return current;
+  }
+
+  function typing(el) {
+    return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  }
+
+  document.addEventListener("keydown", function (ev) {
+    var target = ev.target;
+    if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && target.tagName === "TEXTAREA" && target.form) {
+      ev.preventDefault();
+      target.form.requestSubmit();
+      return;
+    }
+    if (ev.key === "Escape" && target.closest && target.closest("details.reject")) {
+      var details = target.closest("details.reject");
+      details.open = false;
+      var card = details.closest("[data-card]");
+      if (card) select(card);
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(target)) return;
+    var key = ev.key;
+    if (key === "j" || key === "k") { ev.preventDefault(); move(key === "j" ? 1 : -1); return; }
+    if ("arex".indexOf(key) < 0 || key.length !== 1) return;
+    var card = ensureCurrent();
+    if (!card) return;
+    if (key === "a") {
+      var approve = card.querySelector("[data-action=approve]");
+      if (approve) { ev.preventDefault(); approve.click(); }
+    } else if (key === "e") {
+      var edit = card.querySelector("[data-action=edit]");
+      if (edit) { ev.preventDefault(); edit.click(); }
+    } else if (key === "r") {
+      var reject = card.querySelector("details.reject");
+      if (reject) {
+        ev.preventDefault();
+        reject.open = true;
+        var input = reject.querySelector("input[name=reason]");
+        if (input) input.focus();
+      }
+    } else if (key === "x") {
+      var box = card.querySelector("[data-select]");
+      if (box) { ev.preventDefault(); box.checked = !box.checked; updateSelected(); }
+    }
+  });
+
+  document.addEventListener("click", function (ev) {
+    var card = ev.target.closest && ev.target.closest("[data-card]");
+    if (card && card !== current) select(card, false);
+    var copy = ev.target.closest && ev.target.closest("[data-copy]");
+    if (copy) {
+      var field = document.querySelector(copy.getAttribute("data-copy"));
+      if (field && navigator.clipboard) {
+        navigator.clipboard.writeText(field.value).then(function () { copy.textContent = "Copied"; });
+      } else if (field) { field.select(); }
+    }
+  });
+
+  function updateSelected() {
+    var boxes = document.querySelectorAll("[data-select]");
+    var n = 0;
+    boxes.forEach(function (b) { if (b.checked) n += 1; });
+    document.querySelectorAll("[data-selected-count]").forEach(function (el) {
+      el.textContent = n ? n + " selected" : "";
+    });
+    document.querySelectorAll("[data-select-all]").forEach(function (all) {
+      all.checked = boxes.length > 0 && n === boxes.length;
+      all.indeterminate = n > 0 && n < boxes.length;
+    });
+  }
+
+  document.addEventListener("change", function (ev) {
+    var el = ev.target;
+    if (el.matches("[data-select-all]")) {
+      document.querySelectorAll("[data-select]").forEach(function (b) { b.checked = el.checked; });
+      updateSelected();
+    } else if (el.matches("[data-select]")) {
+      updateSelected();
+    } else if (el.matches("select[data-autosubmit]") && el.form && !el.form.hasAttribute("hx-get")) {
+      el.form.requestSubmit();
+    }
+  });
+
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    var question = form.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) ev.preventDefault();
+  }, true);
+
+  function fadeMessages(root) {
+    (root || document).querySelectorAll(".msg").forEach(function (msg) {
+      window.setTimeout(function () { msg.classList.add("fading"); }, 6000);
+      window.setTimeout(function () { if (msg.parentNode) msg.parentNode.removeChild(msg); }, 6500);
+    });
+  }
+
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    var focusable = ev.target.querySelector && ev.target.querySelector("[data-autofocus]");
+    if (focusable) {
+      focusable.focus();
+      var card = focusable.closest("[data-card]");
+      if (card) select(card, false);
+    } else if (ev.target.matches && ev.target.matches("[data-card]") && document.body.contains(ev.target)) {
+      select(ev.target, false);
+    } else {
+      ensureCurrent();
+    }
+    updateSelected();
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (ev) {
+    if (ev.target && ev.target.id === "flash") fadeMessages(ev.target);
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    fadeMessages(document);
+    var hash = window.location.hash;
+    if (hash && hash.indexOf("#card-") === 0) select(document.querySelector(hash));
+  });
+})();
