@@ -174,3 +174,44 @@ def policy_allows(proposal: Proposal, policy) -> bool:
     if policy.mode == PolicyMode.AUTO_LOW_RISK:
         return proposal.risk == Risk.LOW
     return policy.mode == PolicyMode.AUTONOMOUS
+
+
+POLICY_FIELDS = (
+    "mode",
+    "min_sessions",
+    "min_share",
+    "min_confidence_auto",
+    "max_sessions",
+    "token_budget",
+    "agents",
+    "schedule_enabled",
+    "schedule_minutes",
+    "analyzer",
+)
+
+
+def update_policy(store, *, user, values: dict):
+    """Set a store's autonomy policy and audit the change as {field: [old, new]}; returns (policy, change or None).
+
+    The store's policy row is created on first save (until then the defaults apply, and the audit shows them as
+    the old values). Nothing is recorded when nothing changed.
+    """
+    from .models import AutonomyPolicy, PolicyChange
+
+    with transaction.atomic():
+        policy, _ = AutonomyPolicy.objects.select_for_update().get_or_create(store=store, defaults={"team": store.team})
+        changes = {}
+        for name in POLICY_FIELDS:
+            if name not in values:
+                continue
+            old, new = getattr(policy, name), values[name]
+            if old != new:
+                changes[name] = [old, new]
+                setattr(policy, name, new)
+        if not changes:
+            return policy, None
+        policy.updated_by = user
+        policy.updated_at = timezone.now()
+        policy.save()
+        change = PolicyChange.objects.create(team_id=policy.team_id, policy=policy, changed_by=user, changes=changes)
+    return policy, change
