@@ -75,3 +75,61 @@ def make_skill(team, name="release-process", description="How to release to prod
     from skills_registry.services import create_skill
 
     return create_skill(team, name=name, description=description, body=body, author=Author.system(), **kwargs)
+
+
+def make_proposal(
+    store,
+    *,
+    operation="add",
+    content="Run `make release`, not `make deploy`.",
+    targets=(),
+    sessions=None,
+    evidence_count=2,
+    prevalence=(3, 5),
+    **fields,
+):
+    """A pending proposal made directly with the ORM (no dream pipeline), with its evidence sessions.
+
+    For update/merge/remove the target hashes default to the targets' current hashes (a fresh proposal)."""
+    import uuid
+
+    from memory.models import MemoryEntry
+    from reviews.models import Proposal, ProposalEvidence
+
+    targets = list(targets)
+    hashes = fields.pop("target_hashes", None)
+    if hashes is None:
+        current = dict(MemoryEntry.objects.filter(store=store, key__in=targets).values_list("key", "content_hash"))
+        hashes = {key: current.get(key, "") for key in targets}
+    defaults = {
+        "kind": "corrected_command",
+        "rationale": "Agents kept running `make deploy`, which does not exist; `make release` worked.",
+        "confidence": 0.8,
+        "risk": "low",
+        "key_hint": "release-command" if operation == "add" else "",
+    }
+    defaults.update(fields)
+    proposal = Proposal.objects.create(
+        team_id=store.team_id,
+        store=store,
+        operation=operation,
+        targets=targets,
+        target_hashes=hashes,
+        content=content,
+        prevalence_sessions=prevalence[0],
+        prevalence_of=prevalence[1],
+        signature=uuid.uuid4().hex,
+        **defaults,
+    )
+    if sessions is None:
+        sessions = [SessionFactory(team=store.team) for _ in range(evidence_count)]
+    for session in sessions:
+        ProposalEvidence.objects.create(
+            team_id=store.team_id,
+            proposal=proposal,
+            session=session,
+            event_index=1,
+            excerpt="make release",
+            trust="tool",
+        )
+    return proposal
