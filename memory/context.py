@@ -124,7 +124,7 @@ def _tokens_for(chars: int) -> int:
 
 def render_item(key: str, content: str) -> str:
     """One entry as it appears in the prompt. Plain concatenation: `{{ x }}` stays `{{ x }}`."""
-    return "## " + key + "\n" + content.strip() + "\n\n"
+    return "## " + key + "\n" + content.rstrip("\n") + "\n\n"
 
 
 def render_skill(skill: dict) -> str:
