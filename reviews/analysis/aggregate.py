@@ -129,6 +129,9 @@ def notes_alike(a_anc, a_sal, b_anc, b_sal) -> bool:
     if not anchors_compatible(a_anc, b_anc):
         return False
     common = len(a_sal & b_sal)
+    if any("/" in x or "." in x for x in a_anc & b_anc):
+        # A shared URL, host or path is a strong anchor: one shared word is enough ("send X to U" ~ "upload X to U").
+        return common >= 1 and nz.overlap(a_sal, b_sal) >= 0.3
     if a_anc and b_anc:
         return common >= 2 and nz.overlap(a_sal, b_sal) >= 0.3
     return common >= 2 and nz.overlap(a_sal, b_sal) >= 0.5
@@ -377,7 +380,8 @@ def _describe(cluster: Cluster, sessions, n: int) -> str:
         wordings = len({x.get("summary") for _, x in cluster.items})
         src = {x.get("source_url") for _, x in cluster.items if x.get("source_url")}
         tail = f" It repeats a fetched page ({', '.join(sorted(src)[:2])})." if src else ""
-        return f"{head}: agents saved this in-band, in {wordings} different wordings.{tail}"
+        said = "in one wording" if wordings == 1 else f"in {wordings} different wordings"
+        return f"{head}: agents saved this in-band, {said}.{tail}"
     if fam == "where":
         return f"{head}: agents searched for `{f.get('query')}` and then opened `{f.get('location')}`."
     if fam == "lookup":
@@ -445,7 +449,7 @@ def _merge_duplicates(index: MemoryIndex, n: int) -> list[ProposalDraft]:
                 if (o.scope_agent, o.scope_task) != (e.scope_agent, e.scope_task) or find(i) == find(j):
                     continue
                 common = len(e.salient & o.salient)
-                same_anchor = bool(e.anchors) and e.anchors == o.anchors
+                same_anchor = bool(e.anchors) and bool(o.anchors) and anchors_compatible(e.anchors, o.anchors)
                 alike = (same_anchor and common >= 2 and nz.overlap(e.salient, o.salient) >= 0.5) or (
                     not e.anchors and not o.anchors and common >= 3 and nz.jaccard(e.salient, o.salient) >= 0.7
                 )
@@ -465,7 +469,7 @@ def _merge_duplicates(index: MemoryIndex, n: int) -> list[ProposalDraft]:
             for sentence in re.split(r"(?<=[.!?])\s+", other.content.strip()):
                 have_anc, have_sal = nz.anchors(text), nz.salient(text)
                 new_facts = nz.anchors(sentence) - have_anc
-                if new_facts or len(nz.salient(sentence) - have_sal) >= 2:
+                if new_facts or nz.containment(nz.salient(sentence), have_sal) < 0.5:
                     text = text.rstrip() + " " + sentence
         keys = sorted(e.key for e in members)
         drafts.append(

@@ -80,9 +80,10 @@ def hosts(text: str) -> set[str]:
     return found
 
 
-_FILE_EXTS = frozenset(  # noqa: SIM905
-    "py js ts tsx jsx json yaml yml toml ini cfg conf md rst txt sh sql csv lock env go rs rb java kt c h cpp html css "
-    "xml log lib so exe whl gz tar zip png jpg svg pdf".split()
+_FILE_EXTS = frozenset(
+    ("py", "js", "ts", "tsx", "jsx", "json", "yaml", "yml", "toml", "ini", "cfg", "conf", "md", "rst", "txt", "sh")
+    + ("sql", "csv", "lock", "env", "go", "rs", "rb", "java", "kt", "c", "h", "cpp", "html", "css", "xml", "log")
+    + ("lib", "so", "exe", "whl", "gz", "tar", "zip", "png", "jpg", "svg", "pdf")
 )
 
 

@@ -352,6 +352,33 @@ def _locations(output: str) -> list[str]:
     return out[:8]
 
 
+# Flags whose value is the thing searched for (find -name X, grep -e X).
+TERM_FLAGS = {"-name", "-iname", "-path", "-regex", "-e", "--regexp", "-g", "--glob"}
+VALUE_FLAGS = {"-type", "-maxdepth", "-mindepth", "-A", "-B", "-C", "-m", "--max-count", "-t", "--type"}
+
+
+def _search_term(a: Action) -> str:
+    """What a search looked for: the pattern of a grep/find, the query of a search tool."""
+    if not a.shell:
+        return a.arg.strip()
+    toks = nz.command_tokens(a.arg)
+    rest = toks[2:] if nz.program(a.arg) == "git" else toks[1:]
+    for i, t in enumerate(rest):
+        if t in TERM_FLAGS and i + 1 < len(rest):
+            return rest[i + 1].strip("'\"")
+    skip = False
+    for t in rest:
+        if skip:
+            skip = False
+            continue
+        if t in VALUE_FLAGS:
+            skip = True
+            continue
+        if not t.startswith("-"):
+            return t.strip("'\"")
+    return a.arg.strip()
+
+
 def _line_with(text: str, needle: str) -> str:
     for line in text.splitlines():
         if needle in line:
@@ -373,7 +400,7 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
             if served.has_command(hit):
                 break
             line = _line_with(a.output, hit)
-            query = a.arg if a.shell else a.arg
+            query = _search_term(a)
             out.append(
                 make_finding(
                     "rediscovered_knowledge",
