@@ -677,11 +677,20 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
         content = " ".join(queries)
         kind = "rediscovered_knowledge"
     if state == "stale" and entry is not None:
-        if fam in ("fix", "pref"):
-            old, new = f.get("old") or "", f.get("new") or ""
-            err = f.get("error") or ""
-            why = f"(`{old}` now fails: {trim(nz.error_line(err), 120)})" if err else f"(not `{old}`: {rationale})"
-            content = _rewrite(entry.content, old, new, why)
+        old, new = f.get("old") or "", f.get("new") or ""
+        said_old, said_new = f.get("said_old") or [], f.get("said_new") or []
+        if fam == "fix":
+            content = _rewrite(
+                entry.content, old, new, f"(`{old}` now fails: {trim(nz.error_line(f.get('error') or ''), 120)})"
+            )
+        elif (
+            fam == "pref" and len(said_old) == 1 and len(said_new) == 1 and _words_re(said_old[0]).search(entry.content)
+        ):
+            # The user swapped one choice for another: swap it in the entry's own words.
+            content = _words_re(said_old[0]).sub(lambda m: said_new[0], entry.content).rstrip()
+            content += f" (Not `{said_old[0]}`: users corrected this in {k} sessions.)"
+        elif fam == "pref":
+            content = _rewrite(entry.content, old, new, f"(Users corrected `{old}` to `{new}` in {k} sessions.)")
         rationale = f'Memory entry `{entry.key}` is out of date: it says "{trim(entry.content, 160)}". ' + rationale
         operation, targets, hashes, kind = "update", [entry.key], {entry.key: entry.content_hash}, "stale"
         key_hint = entry.key

@@ -207,20 +207,28 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -
         sig = nz.normalize_error(err)
         fixed = False
         window = actions[a.pos + 1 : a.pos + 1 + LOOKAHEAD]
-        for j, b in enumerate(window):
+        norm = nz.normalize_command(a.arg)
+        retry = next(
+            (
+                j
+                for j, b in enumerate(window)
+                if b.name == a.name and not b.failed and nz.normalize_command(b.arg) == norm
+            ),
+            None,
+        )
+        if retry is not None:
+            # Retried unchanged and it worked: the successful step in between (if any) was the fix.
+            between = [x for x in window[:retry] if not x.failed and x.arg.strip()]
+            if between and (a.pos, between[0].pos) not in used:
+                fix = between[0]
+                used.add((a.pos, fix.pos))
+                if not served.has_command(fix.arg):
+                    out.append(_finding_retry(a, fix, err, sig))
+            continue
+        for b in window:
             if b.name != a.name:
                 continue
-            same = nz.normalize_command(b.arg) == nz.normalize_command(a.arg)
-            if same and not b.failed:
-                # Retried unchanged and it worked: the step in between (if any) was the fix.
-                between = [x for x in window[:j] if not x.failed and x.arg.strip()]
-                if between and (a.pos, between[0].pos) not in used:
-                    fix = between[0]
-                    used.add((a.pos, fix.pos))
-                    if not served.has_command(fix.arg):
-                        out.append(_finding_retry(a, fix, err, sig))
-                fixed = True
-                break
+            same = nz.normalize_command(b.arg) == norm
             if same or b.failed:
                 continue
             if (a.shell and nz.similar_commands(a.arg, b.arg)) or (
