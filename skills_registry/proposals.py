@@ -1,0 +1,599 @@
+"""Skill proposals from a dream: pure functions over plain dicts, no database (tested and benchmarked alone).
+
+Two signals (docs/dream-pipeline.md, issue 6):
+
+* A recurring finding group that belongs to an existing skill's *domain* → an ``update`` of that skill: its body
+  with a ``## Lessons from dreams`` section holding the lesson (and, for a corrected command, the old command
+  replaced in the skill's code spans). The domain match is deterministic: the finding's salient terms must be
+  mostly found in the skill's vocabulary, and at least one of them in its name or description (that is where a
+  skill declares what it is about).
+* A multi-step procedure that recurs (the same sequence of at least three successful tool calls in at least
+  ``min_sessions`` sessions) that no skill covers → an ``add`` of a new skill whose content is a SKILL.md text.
+
+Drafts are dicts with exactly the fields of reviews' ProposalDraft (target_kind "skill"); the dream turns them into
+ProposalDrafts, assesses their risk and stores them. A skill proposal always waits for a reviewer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+LESSONS_HEADING = "## Lessons from dreams"
+# Finding kinds that carry a lesson worth writing into a skill. Excluded: lookups (too weak alone), secrets and
+# injections (never proposed), unfixed tool failures (no lesson yet).
+LESSON_KINDS = {"corrected_command", "tool_failure", "correction", "preference", "note", "rediscovered_knowledge"}
+MIN_SCORE = 0.5  # share of the finding's terms found in the skill's vocabulary
+MIN_SHARED = 1.5  # weighted count of shared terms (name/description terms weigh 1, body-only terms 0.5)
+MIN_STEPS = 3
+MAX_STEPS = 8
+MAX_PROCEDURES = 5
+EVIDENCE_PER_GROUP = 5
+TRUST_ORDER = ("user", "agent", "tool", "web")
+
+STOPWORDS = frozenset(
+    """a about above after again against all also always an and any are as at be because been before being below
+    between both but by can could did do does doing done don down during each either else ever every few for from
+    further get gets got had has have having here how if in into is it its itself just keep last like may might more
+    most much must need needs never new no nor not now of off on once one only or other our out over own please per
+    rather really run same see should so some still such than that the their them then there these they this those
+    through to too try under until up us use used uses using very via was we were what when where which while who
+    why will with within without would yes yet you your instead first next ask asked want wants agent agents time
+    step steps thing things way work works sure skill skills""".split()  # noqa: SIM905
+)
+
+_WORD = re.compile(r"[a-z][a-z0-9_.+-]*[a-z0-9+]|[a-z]")
+
+
+def _stem(word: str) -> str:
+    """A light stemmer, enough to equate release/releases/releasing and tag/tagging (not linguistics)."""
+    stripped = False
+    if not word.endswith("ss"):
+        for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+            if len(word) > len(suffix) + 2 and word.endswith(suffix):
+                word, stripped = word[: -len(suffix)] + keep, True
+                break
+    if stripped and len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]  # tagging → tagg → tag
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]  # release / releas(ing) → releas
+    return word
+
+
+def terms(text: str) -> set[str]:
+    """Salient, stemmed, lower-case terms of a text (stop words and one- or two-letter words dropped)."""
+    found = set()
+    for raw in _WORD.findall((text or "").lower()):
+        for word in re.split(r"[-_./]", raw) if not raw.startswith(".") else [raw]:
+            if len(word) >= 3 and word not in STOPWORDS and not word.isdigit():
+                found.add(_stem(word))
+    return found
+
+
+def _lowest_trust(trusts: Iterable[str]) -> str:
+    ranks = [TRUST_ORDER.index(t) for t in trusts if t in TRUST_ORDER]
+    return TRUST_ORDER[max(ranks)] if ranks else "agent"
+
+
+def signature(operation: str, targets: Sequence[str], content_key: str) -> str:
+    """Same recipe as reviews.analysis.findings.signature (kept here so this app does not import reviews)."""
+    raw = "|".join([operation, "skill", ",".join(sorted(targets)), content_key])
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _draft(**fields) -> dict:
+    draft = {
+        "target_kind": "skill",
+        "operation": "add",
+        "targets": [],
+        "target_hashes": {},
+        "content": None,
+        "scope_agent": None,
+        "scope_task": None,
+        "kind": "",
+        "rationale": "",
+        "prevalence_sessions": 0,
+        "prevalence_of": 0,
+        "confidence": 0.0,
+        # Skills are promoted by people: the dream's risk assessment may raise this, never lower it.
+        "risk": "medium",
+        "risk_reasons": ["Changes a skill; skills are promoted by people."],
+        "signature": "",
+        "evidence": [],
+        "key_hint": "",
+    }
+    draft.update(fields)
+    return draft
+
+
+# --- finding groups ---------------------------------------------------------------------------------------------
+
+
+def group_findings(sessions: Iterable) -> list[dict]:
+    """Group the findings of analysed sessions by their key. ``sessions``: SessionFindings-like objects or dicts
+    (session_id, external_id, agent, task, findings). Each group:
+    {key, kind, summary, old, new, tags, sessions, agents, confidence, trust, evidence}."""
+    groups: dict[str, dict] = {}
+    for s in sessions:
+        get = s.get if isinstance(s, dict) else lambda name, s=s: getattr(s, name, None)
+        for f in get("findings") or []:
+            key = f.get("key")
+            if not key:
+                continue
+            g = groups.setdefault(
+                key,
+                {
+                    "key": key,
+                    "kind": f.get("kind", ""),
+                    "summary": f.get("summary", ""),
+                    "old": f.get("old"),
+                    "new": f.get("new"),
+                    "tags": [],
+                    "sessions": [],
+                    "agents": [],
+                    "confidences": [],
+                    "trusts": [],
+                    "evidence": [],
+                },
+            )
+            sid = get("session_id")
+            if sid not in g["sessions"]:
+                g["sessions"].append(sid)
+            if get("agent") and get("agent") not in g["agents"]:
+                g["agents"].append(get("agent"))
+            g["tags"] += [t for t in f.get("tags") or [] if t not in g["tags"]]
+            g["confidences"].append(float(f.get("confidence") or 0.0))
+            g["trusts"].append(f.get("trust") or "agent")
+            for ev in f.get("evidence") or []:
+                g["evidence"].append(
+                    {
+                        "session_id": sid,
+                        "external_id": get("external_id"),
+                        "event_index": ev.get("event_index", 0),
+                        "excerpt": ev.get("excerpt", ""),
+                        "trust": ev.get("trust", "agent"),
+                    }
+                )
+    out = []
+    for g in groups.values():
+        confidences = g.pop("confidences")
+        g["confidence"] = round(sum(confidences) / len(confidences), 3) if confidences else 0.0
+        g["trust"] = _lowest_trust(g.pop("trusts"))
+        out.append(g)
+    return sorted(out, key=lambda g: (-len(g["sessions"]), g["key"]))
+
+
+def _recurs(count: int, sessions_analysed: int, min_sessions: int, min_share: float) -> bool:
+    return count >= min_sessions and (not sessions_analysed or count / sessions_analysed >= min_share)
+
+
+# --- domain match and skill updates ----------------------------------------------------------------------------
+
+
+def _vocabulary(skill: dict) -> tuple[set[str], set[str]]:
+    head = terms(skill.get("name", "").replace("-", " ")) | terms(skill.get("description", ""))
+    head |= {_stem(t.lower()) for t in skill.get("tags") or []}
+    return head, terms(skill.get("body", ""))
+
+
+def _finding_terms(group: dict) -> set[str]:
+    text = " ".join(str(group.get(k) or "") for k in ("summary", "old", "new"))
+    return terms(text) | {_stem(t.lower()) for t in group.get("tags") or []}
+
+
+def domain_match(group: dict, skills: Sequence[dict]) -> tuple[dict | None, float, list[str]]:
+    """The skill whose domain the finding belongs to, its score and the shared terms (deterministic).
+
+    score = weighted shared terms / the finding's terms; name/description/tag terms weigh 1, body-only terms 0.5.
+    A match needs score >= MIN_SCORE, weighted shared >= MIN_SHARED and one shared name/description term.
+    Ties go to the skill with more shared head terms, then by name.
+    """
+    found = _finding_terms(group)
+    if not found:
+        return None, 0.0, []
+    best: tuple | None = None
+    for skill in skills:
+        head, body = _vocabulary(skill)
+        shared_head = found & head
+        shared_body = (found & body) - shared_head
+        weight = len(shared_head) + 0.5 * len(shared_body)
+        score = weight / len(found)
+        if not shared_head or weight < MIN_SHARED or score < MIN_SCORE:
+            continue
+        rank = (score, len(shared_head), _neg(skill.get("name", "")))
+        if best is None or rank > best[0]:
+            best = (rank, skill, score, sorted(shared_head | shared_body))
+    if best is None:
+        return None, 0.0, []
+    return best[1], round(best[2], 3), best[3]
+
+
+def _neg(name: str) -> tuple:
+    # Sorts names in reverse so that max() prefers the alphabetically first on a tie.
+    return tuple(-ord(c) for c in name)
+
+
+def _code_replace(body: str, old: str, new: str) -> str:
+    """Replace ``old`` by ``new`` inside inline code spans and fenced code lines only (prose is left alone)."""
+    if not old or not new or old == new:
+        return body
+    pattern = re.compile(r"(?<![\w-])" + re.escape(old) + r"(?![\w-])")
+    out, in_fence = [], False
+    for line in body.splitlines(keepends=True):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+            out.append(line)
+            continue
+        if in_fence:
+            out.append(pattern.sub(new, line))
+        else:
+            out.append(re.sub(r"`[^`\n]+`", lambda m: pattern.sub(new, m.group(0)), line))
+    return "".join(out)
+
+
+def _covered(body: str, group: dict) -> bool:
+    """The skill already says this: it holds the new command (and no longer the old one) or the summary."""
+    text = body.lower()
+    new, old = (group.get("new") or "").lower(), (group.get("old") or "").lower()
+    if new and new in text and not (old and old in text):
+        return True
+    summary = " ".join((group.get("summary") or "").lower().split())
+    return bool(summary) and summary in " ".join(text.split())
+
+
+def _lesson_line(group: dict, sessions_analysed: int) -> str:
+    summary = " ".join((group.get("summary") or "").split()) or f"{group.get('old')} → {group.get('new')}"
+    k = len(group["sessions"])
+    return f"- {summary} _(seen in {k} of {sessions_analysed} sessions)_"
+
+
+def amend_body(body: str, groups: Sequence[dict], sessions_analysed: int) -> str:
+    """The body with the lessons added under LESSONS_HEADING (created at the end when missing)."""
+    new_body = body or ""
+    for g in groups:
+        if g.get("kind") == "corrected_command":
+            new_body = _code_replace(new_body, g.get("old") or "", g.get("new") or "")
+    lines = [_lesson_line(g, sessions_analysed) for g in groups]
+    if LESSONS_HEADING in new_body:
+        head, _, tail = new_body.partition(LESSONS_HEADING)
+        # Insert right after the section's existing items (before the next heading, if any).
+        nxt = re.search(r"^#{1,2} ", tail, flags=re.MULTILINE)
+        section, rest = (tail[: nxt.start()], tail[nxt.start() :]) if nxt else (tail, "")
+        section = section.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
+        return head + LESSONS_HEADING + section + ("\n" + rest if rest else "")
+    # One blank line between the body and the new section, whatever the body ends with.
+    trailing = len(new_body) - len(new_body.rstrip("\n"))
+    sep = "\n" * max(0, 2 - trailing) if new_body.strip() else ""
+    return f"{new_body}{sep}{LESSONS_HEADING}\n\n" + "\n".join(lines) + "\n"
+
+
+def _evidence(groups: Sequence[dict]) -> list[dict]:
+    seen, out = set(), []
+    for g in groups:
+        for ev in sorted(g.get("evidence") or [], key=lambda e: (str(e.get("external_id")), e.get("event_index", 0)))[
+            :EVIDENCE_PER_GROUP
+        ]:
+            mark = (ev.get("session_id"), ev.get("event_index"))
+            if mark not in seen:
+                seen.add(mark)
+                out.append(dict(ev))
+    return out
+
+
+def _update_drafts(
+    groups: Sequence[dict], skills: Sequence[dict], sessions_analysed: int, min_sessions: int, min_share: float
+) -> list[dict]:
+    by_skill: dict[str, list[tuple[dict, float, list[str]]]] = defaultdict(list)
+    names = {s["name"]: s for s in skills}
+    for g in groups:
+        if g.get("kind") not in LESSON_KINDS or not (g.get("summary") or g.get("new")):
+            continue
+        if g.get("kind") == "tool_failure" and not g.get("new"):
+            continue
+        if g.get("trust") == "web":  # a lesson only web pages taught is not promoted into a skill
+            continue
+        if not _recurs(len(g.get("sessions") or []), sessions_analysed, min_sessions, min_share):
+            continue
+        skill, score, shared = domain_match(g, skills)
+        if skill is None or _covered(skill.get("body", ""), g):
+            continue
+        by_skill[skill["name"]].append((g, score, shared))
+    drafts = []
+    for name in sorted(by_skill):
+        skill, matches = names[name], sorted(by_skill[name], key=lambda m: (-len(m[0]["sessions"]), m[0]["key"]))
+        lesson_groups = [m[0] for m in matches]
+        k = max(len(g["sessions"]) for g in lesson_groups)
+        reasons = "; ".join(
+            f"“{' '.join((g.get('summary') or '').split())[:160]}” in {len(g['sessions'])} of {sessions_analysed} "
+            f"sessions (shared terms: {', '.join(shared[:6])}; match {score:.2f})"
+            for g, score, shared in matches
+        )
+        drafts.append(
+            _draft(
+                operation="update",
+                targets=[name],
+                target_hashes={name: skill.get("content_hash", "")},
+                content=amend_body(skill.get("body", ""), lesson_groups, sessions_analysed),
+                kind="skill_update",
+                rationale=f"Recurring lesson in the domain of skill {name}: {reasons}.",
+                prevalence_sessions=k,
+                prevalence_of=sessions_analysed,
+                confidence=round(max(float(g.get("confidence") or 0.0) for g in lesson_groups), 3),
+                signature=signature("update", [name], "|".join(sorted(g["key"] for g in lesson_groups))),
+                evidence=_evidence(lesson_groups),
+                key_hint=name,
+            )
+        )
+    return drafts
+
+
+# --- recurring procedures ---------------------------------------------------------------------------------------
+
+SHELL_TOOLS = re.compile(r"^(?:bash|sh|zsh|shell|terminal|run|exec|execute|run_command|run_shell|command|cmd)$", re.I)
+# Looking around is not a procedure: reads, searches and status commands are left out of the step sequences.
+_TRIVIAL = (
+    "ls pwd cd cat echo clear whoami head tail less more which true date env history tree wc sleep grep egrep rg "
+    "ag ack find fd locate file stat du df ps top"
+)
+TRIVIAL_PROGRAMS = frozenset(_TRIVIAL.split())
+READ_ONLY_GIT = frozenset({"status", "log", "diff", "show", "branch", "remote", "blame", "shortlog", "describe"})
+READ_ONLY_TOOLS = re.compile(r"read|view|open|search|grep|find|glob|list|get_file|show|fetch|browse|lookup|ls$", re.I)
+# A procedure must recur within the work it belongs to: in at least this share of the sessions of its most common
+# agent and task (so that look-around steps shared by every agent do not make a "procedure").
+PROCEDURE_MIN_TASK_SHARE = 0.3
+ARG_KEYS = ("command", "cmd", "script", "path", "file_path", "file", "url", "query", "pattern")
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+_HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
+_NUM = re.compile(r"\d+")
+
+
+def _argument(arguments) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    if isinstance(arguments, dict):
+        for key in ARG_KEYS:
+            value = arguments.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+    return ""
+
+
+def normalize_step(text: str) -> str:
+    """A step's grouping form: quoted strings, hashes and numbers abstracted, whitespace collapsed."""
+    text = _QUOTED.sub('"…"', text.strip())
+    text = _HEX.sub("<hash>", text)
+    text = _NUM.sub("<n>", text)
+    return " ".join(text.split())
+
+
+def _looks_around(command: str) -> bool:
+    words = command.split()
+    program = words[0].rsplit("/", 1)[-1]
+    if program in TRIVIAL_PROGRAMS:
+        return True
+    return program == "git" and len(words) > 1 and words[1] in READ_ONLY_GIT
+
+
+def procedure_steps(events: Sequence[dict]) -> list[dict]:
+    """The successful tool calls of a session in order: {index, step (normalised), text (as run)}.
+
+    A call succeeded when its result is not an error and its exit code is 0 or absent; calls without a result
+    do not count. Trivial look-around commands (ls, cd, cat...) and immediate repetitions are left out.
+    """
+    results: dict[str, dict] = {}
+    for ev in events:
+        if isinstance(ev, dict) and ev.get("type") == "tool_result" and ev.get("call_id") is not None:
+            results[str(ev["call_id"])] = ev
+    steps: list[dict] = []
+    for index, ev in enumerate(events):
+        if not isinstance(ev, dict) or ev.get("type") != "tool_call":
+            continue
+        result = results.get(str(ev.get("id")))
+        if result is None or result.get("is_error") or result.get("exit_code") not in (None, 0):
+            continue
+        name = str(ev.get("name") or "")
+        arg = " ".join(_argument(ev.get("arguments")).split())
+        if SHELL_TOOLS.match(name):
+            if not arg or _looks_around(arg):
+                continue
+            text = arg
+        else:
+            if READ_ONLY_TOOLS.search(name):
+                continue
+            text = f"{name} {arg}".strip()
+        step = normalize_step(text)
+        if steps and steps[-1]["step"] == step:
+            continue
+        steps.append({"index": index, "step": step, "text": text})
+    return steps
+
+
+def _contains(longer: tuple, shorter: tuple) -> bool:
+    n = len(shorter)
+    return any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
+
+
+def _within_work(hits: list[dict], per_work: Counter) -> bool:
+    work = Counter((h["session"].get("agent"), h["session"].get("task")) for h in hits)
+    (pair, count), *_ = work.most_common(1)
+    return count >= PROCEDURE_MIN_TASK_SHARE * per_work[pair]
+
+
+def recurring_procedures(
+    sessions: Iterable[dict], *, min_sessions: int = 3, min_share: float = 0.0, sessions_analysed: int | None = None
+) -> list[dict]:
+    """Sequences of MIN_STEPS..MAX_STEPS successful steps that recur in at least ``min_sessions`` sessions.
+
+    ``sessions``: dicts {session_id, external_id, agent, task, outcome, events}; failed or abandoned sessions do
+    not count. A sequence must also recur within its work: in PROCEDURE_MIN_TASK_SHARE of the sessions of its
+    most common agent and task. Returns maximal sequences (one nested in a longer accepted one is dropped), most
+    common first: {steps, texts, sessions, external_ids, agents, tasks, evidence}.
+    """
+    support: dict[tuple, list[dict]] = defaultdict(list)
+    per_work: Counter = Counter()
+    total = 0
+    for s in sessions:
+        total += 1
+        per_work[(s.get("agent"), s.get("task"))] += 1
+        if s.get("outcome") in ("failure", "abandoned"):
+            continue
+        steps = procedure_steps(s.get("events") or [])[:300]
+        keys = [st["step"] for st in steps]
+        seen: set[tuple] = set()
+        for n in range(MIN_STEPS, MAX_STEPS + 1):
+            for i in range(len(keys) - n + 1):
+                gram = tuple(keys[i : i + n])
+                if gram in seen or len(set(gram)) < MIN_STEPS:
+                    continue
+                seen.add(gram)
+                support[gram].append({"session": s, "steps": steps[i : i + n]})
+    analysed = sessions_analysed if sessions_analysed is not None else total
+    candidates = [
+        g
+        for g, hits in support.items()
+        if _recurs(len(hits), analysed, min_sessions, min_share) and _within_work(hits, per_work)
+    ]
+    candidates.sort(key=lambda g: (-len(g), -len(support[g]), g))
+    accepted: list[tuple] = []
+    for gram in candidates:
+        if any(_contains(a, gram) for a in accepted):
+            continue
+        accepted.append(gram)
+    accepted.sort(key=lambda g: (-len(support[g]), -len(g), g))
+    out = []
+    for gram in accepted[:MAX_PROCEDURES]:
+        hits = support[gram]
+        texts = []
+        for pos in range(len(gram)):
+            raw = Counter(h["steps"][pos]["text"] for h in hits)
+            text, count = raw.most_common(1)[0]
+            # Show the command as run when the sessions agree on it, else its normalised form.
+            texts.append(text if count == len(hits) else gram[pos])
+        out.append(
+            {
+                "steps": list(gram),
+                "texts": texts,
+                "sessions": [h["session"].get("session_id") for h in hits],
+                "external_ids": [h["session"].get("external_id") for h in hits],
+                "agents": sorted({h["session"].get("agent") for h in hits if h["session"].get("agent")}),
+                "tasks": Counter(h["session"].get("task") for h in hits if h["session"].get("task")),
+                "evidence": [
+                    {
+                        "session_id": h["session"].get("session_id"),
+                        "external_id": h["session"].get("external_id"),
+                        "event_index": h["steps"][0]["index"],
+                        "excerpt": " → ".join(st["text"] for st in h["steps"])[:300],
+                        "trust": "agent",
+                    }
+                    for h in hits
+                ],
+            }
+        )
+    return out
+
+
+def _step_head(step: str) -> str:
+    """The recognisable part of a step: program and first sub-command word (e.g. ``make release``, ``git tag``)."""
+    words = [w for w in step.split() if not w.startswith(("-", "<", '"'))]
+    return " ".join(words[:2]).lower()
+
+
+def procedure_covered(procedure: dict, skills: Sequence[dict]) -> str | None:
+    """Name of a skill that already describes at least two thirds of the procedure's steps, else None."""
+    heads = [_step_head(s) for s in procedure["steps"]]
+    for skill in skills:
+        text = " ".join(f"{skill.get('description', '')}\n{skill.get('body', '')}".lower().split())
+        hits = sum(1 for h in heads if h and h in text)
+        if hits * 3 >= len(heads) * 2:
+            return skill.get("name")
+    return None
+
+
+def _skill_name(procedure: dict, taken: set[str]) -> str:
+    task = procedure["tasks"].most_common(1)[0][0] if procedure["tasks"] else ""
+    base_words = re.findall(r"[a-z0-9]+", (task or "").lower())
+    if not base_words:
+        for step in procedure["steps"]:
+            base_words += [w for w in re.findall(r"[a-z0-9]+", _step_head(step)) if w not in base_words]
+        base_words = base_words[:4]
+    base = "-".join(base_words + ["procedure"])[:55].strip("-") or "procedure"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    return name
+
+
+def _yaml_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def procedure_skill_md(procedure: dict, name: str, sessions_analysed: int) -> str:
+    k = len(procedure["sessions"])
+    agents = ", ".join(procedure["agents"]) or "agents"
+    tasks = ", ".join(t for t, _ in procedure["tasks"].most_common(3))
+    first = " then ".join(f"`{t}`" for t in procedure["texts"][:3])
+    description = f"Recurring procedure ({len(procedure['steps'])} steps) that {agents} ran successfully: {first}"
+    description += f"{' …' if len(procedure['texts']) > 3 else ''}."
+    if tasks:
+        description += f" Use for the {tasks} task{'s' if len(procedure['tasks']) > 1 else ''}."
+    title = name.replace("-", " ").capitalize()
+    steps = "\n".join(f"{i}. `{t}`" for i, t in enumerate(procedure["texts"], 1))
+    return (
+        f"---\nname: {name}\ndescription: {_yaml_quote(description[:1000])}\n---\n"
+        f"# {title}\n\n"
+        f"Proposed by a dream: these steps ran in this order, each successfully, in {k} of {sessions_analysed} "
+        f"sessions. Review the wording and add when to use it and what to check before promoting it.\n\n"
+        f"## Steps\n\n{steps}\n"
+    )
+
+
+def _add_drafts(procedures: Sequence[dict], skills: Sequence[dict], sessions_analysed: int) -> list[dict]:
+    taken = {s.get("name") for s in skills}
+    drafts = []
+    for proc in procedures:
+        if procedure_covered(proc, skills):
+            continue
+        name = _skill_name(proc, taken)
+        taken.add(name)
+        k = len(proc["sessions"])
+        drafts.append(
+            _draft(
+                operation="add",
+                content=procedure_skill_md(proc, name, sessions_analysed),
+                kind="skill_procedure",
+                rationale=(
+                    f"The same {len(proc['steps'])}-step procedure succeeded in {k} of {sessions_analysed} sessions "
+                    f"({', '.join(proc['agents'])}) and no skill describes it: " + " → ".join(proc["texts"])
+                ),
+                prevalence_sessions=k,
+                prevalence_of=sessions_analysed,
+                confidence=round(min(0.9, 0.4 + 0.1 * k), 3),
+                signature=signature("add", [], "proc:" + " > ".join(proc["steps"])),
+                evidence=[dict(e) for e in proc["evidence"][:EVIDENCE_PER_GROUP]],
+                key_hint=name,
+            )
+        )
+    return drafts
+
+
+def skill_drafts(
+    groups: Sequence[dict],
+    skills: Sequence[dict],
+    *,
+    sessions_analysed: int,
+    procedures: Sequence[dict] = (),
+    min_sessions: int = 3,
+    min_share: float = 0.0,
+) -> list[dict]:
+    """Skill proposals (ProposalDraft-shaped dicts, target_kind "skill") from recurring patterns.
+
+    ``groups``: finding groups (``group_findings``); ``skills``: the team's published skills as dicts (name,
+    description, body, content_hash, tags); ``procedures``: ``recurring_procedures`` output. One ``update`` per
+    skill (all its lessons together, so that approving one does not make the others stale), one ``add`` per
+    uncovered procedure. Deterministic: same input, same drafts in the same order.
+    """
+    drafts = _update_drafts(groups, skills, sessions_analysed, min_sessions, min_share)
+    drafts += _add_drafts(procedures, skills, sessions_analysed)
+    return drafts
