@@ -108,3 +108,9 @@ def session_doc(external_id="s-1", agent="deploy-bot", **extra) -> dict:
         ],
         **extra,
     }
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    """The personas' passwords need not be hashed slowly in API tests (agents never log in)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memory.models import ContextServe, Feedback, MemoryEntry
 from memory.services import tokens_estimate
-from tests.api_support import Api, keys, make_key  # noqa: F401 - fixture
+from tests.api_support import Api, fast_passwords, keys, make_key  # noqa: F401 - fixtures
 from tests.factories import StoreFactory, make_entry, make_skill
 
 pytestmark = pytest.mark.django_db

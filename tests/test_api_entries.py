@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from dreamweb.models import AgentKey
 from memory.models import AuthorKind, MemoryEntry, MemoryVersion
-from tests.api_support import Api, keys, make_key  # noqa: F401 - fixture
+from tests.api_support import Api, fast_passwords, keys, make_key  # noqa: F401 - fixtures
 from tests.factories import SessionFactory, StoreFactory, make_entry
 
 pytestmark = pytest.mark.django_db
