@@ -111,7 +111,8 @@ def test_non_shell_tools_are_corrected_too():
     "a,b",
     [
         (
-            "ImportError while loading conftest '/work/billing/tests/conftest.py'.\nE   ModuleNotFoundError: No module named 'app'",
+            "ImportError while loading conftest '/work/billing/tests/conftest.py'.\n"
+            "E   ModuleNotFoundError: No module named 'app'",
             "==== ERRORS ====\n_ ERROR collecting tests/test_api_5552.py _\nModuleNotFoundError: No module named 'app'",
         ),
         (

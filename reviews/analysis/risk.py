@@ -28,7 +28,7 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
 ]
 # `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
 ASSIGNED_SECRET = re.compile(
-    r"(?i)\b(?:password|passwd|pwd|passphrase|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|"
+    r"(?i)(?<![a-z])(?:password|passwd|pwd|passphrase|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|"
     r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)\b(?:\s+(?:is|was|=|:)|\s*[:=])\s*['\"`]?"
     r"(?P<value>[^\s'\"`,;]{6,})"
 )
@@ -110,8 +110,8 @@ REMOTE_CODE = [
 EXFILTRATION = [
     re.compile(
         r"(?i)\b(?:send|post|upload|forward|email|e-mail|paste|submit|share|report|copy|transmit|exfiltrat\w*)\b"
-        r"[^.\n]{0,80}(?:\.env\b|\b(?:password|passwd|credential|secret|token|api[ _-]?key|keys?|ssh|cookie|session|"
-        r"data|database|dump|logs?|files?|customer|personal)\w*\b)[^\n]{0,80}?\b(?:to|at|into)\b\s+"
+        r"(?:(?!\.\s)[^\n]){0,80}?(?:\.env\b|\b(?:password|passwd|credential|secret|token|api[ _-]?key|keys?|ssh|"
+        r"cookie|session|data|database|dump|logs?|files?|customer|personal)\w*\b)[^\n]{0,80}?\b(?:to|at|into)\b\s+"
         r"(?:https?://|[\w-]+(?:\.[\w-]+)+|\S+@\S+)"
     ),
     re.compile(r"(?i)\bcurl\b[^\n]*\s(?:-d|--data(?:-binary|-raw)?|-F|--form|-T|--upload-file)\s[^\n]*https?://"),
