@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 
 from celery import shared_task
 from django.conf import settings
@@ -38,11 +39,18 @@ def dispatch_run(run_id: int) -> None:
 def analyze_sessions(self, run_id: int, session_ids: list[int]) -> None:
     """Analyse one batch of a run's sessions (the pending ones; done ones are skipped)."""
     limit = int(getattr(settings, "DREAMWEB_ANALYSIS_MAX_RETRIES", 3))
-    try:
-        dreams.analyze_batch(run_id, session_ids, final_attempt=self.request.retries >= limit)
-    except dreams.RetryLater as exc:
-        log.warning("dream #%s: %r; retry %s of %s", run_id, exc.error, self.request.retries + 1, limit)
-        raise self.retry(exc=exc.error, countdown=backoff(self.request.retries)) from exc
+    attempt = self.request.retries
+    while True:
+        try:
+            dreams.analyze_batch(run_id, session_ids, final_attempt=attempt >= limit)
+            return
+        except dreams.RetryLater as exc:
+            log.warning("dream #%s: %r; retry %s of %s", run_id, exc.error, attempt + 1, limit)
+            if not self.request.is_eager:
+                raise self.retry(exc=exc.error, countdown=backoff(attempt)) from exc
+            # In-process (no broker) there is no queue to come back through: wait a little here and go again.
+            time.sleep(backoff(attempt, base=0.2, cap=10.0))
+            attempt += 1
 
 
 @shared_task(**TASK_OPTIONS)

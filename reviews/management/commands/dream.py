@@ -72,9 +72,17 @@ class Command(BaseCommand):
             max_sessions=opts["max_sessions"],
             agents=opts["agents"],
             wait=True,
+            record=False,  # the contract: --dry-run persists nothing, not even a run row
             on_progress=self._progress if opts["verbosity"] >= 1 else None,
         )
         doc = dreams.report(run)
+        if opts["verbosity"] >= 1:
+            r = doc["run"]
+            self.stderr.write(
+                f"dream {'#' + str(r['id']) if r['id'] else '(dry run)'}: {r['status']}, {r['sessions_analysed']} of"
+                f" {r['sessions_selected']} sessions analysed ({r['sessions_failed']} failed),"
+                f" {len(doc['proposals'])} proposals in {r['seconds']:.1f} s"
+            )
         if opts["format"] == "json":
             sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
             sys.stdout.flush()
