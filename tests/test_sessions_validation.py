@@ -133,3 +133,15 @@ def test_session_document_round_trips():
     assert again.fields["end_user"] == "jo"
     assert again.fields["events"] == good()["events"]
     assert doc["started_at"] == "2026-10-01T08:00:00Z"
+
+
+@pytest.mark.django_db
+def test_a_row_inserted_by_another_writer_meanwhile_is_reported_unchanged_not_created():
+    from memory.sessions import _insert_ignoring_existing
+
+    team = TeamFactory()
+    store_batch(team, [validate_session(good(external_id="raced"))])
+    # As if the other writer committed between store_batch's existence check and its insert:
+    inserted = _insert_ignoring_existing(team, [validate_session(good(external_id=e)) for e in ("raced", "new")], None)
+    assert inserted == {"new"}
+    assert AgentSession.objects.filter(team=team).count() == 2
