@@ -24,7 +24,7 @@ KEYWORD = "Api-Key"
 # last_used_at is for people ("is this key still in use?"), not an audit log: one write a minute is plenty, and
 # writing on every request would make every request of a key contend for the same row lock.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-_last_touch: dict[int, float] = {}
+_last_touch: dict[str, float] = {}
 _last_touch_lock = threading.Lock()
 
 
@@ -61,10 +61,10 @@ def _touch(key: AgentKey) -> None:
         return
     # Several requests of one key arrive together: only one per process and minute tries the write.
     with _last_touch_lock:
-        seen = _last_touch.get(key.pk, 0.0)
+        seen = _last_touch.get(key.prefix, 0.0)
         if time.monotonic() - seen < LAST_USED_RESOLUTION.total_seconds():
             return
-        _last_touch[key.pk] = time.monotonic()
+        _last_touch[key.prefix] = time.monotonic()
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     AgentKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
 

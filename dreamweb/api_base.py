@@ -3,6 +3,8 @@ always JSON with a clear message (``{"detail": ..., "code": ...}``, plus ``error
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, generics, serializers, status
 from rest_framework.pagination import LimitOffsetPagination
@@ -62,6 +64,10 @@ def _message(data) -> str:
 
 def exception_handler(exc, context):
     """DRF's handler, reshaped so that every error body has ``detail`` and ``code`` (and ``errors`` if any)."""
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound("Not found (or not in this key's team).")
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
