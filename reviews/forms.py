@@ -133,9 +133,11 @@ class PolicyForm(forms.ModelForm):
         return value
 
     def clean_analyzer(self):
+        from .analysis import registry
+
         value = (self.cleaned_data["analyzer"] or "").strip()
-        if value not in {"rules", "openai"}:
-            raise forms.ValidationError("Either “rules” or “openai”.")
+        if value not in registry.names():
+            raise forms.ValidationError(f"One of: {', '.join(registry.names())}.")
         return value
 
 

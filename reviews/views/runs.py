@@ -47,6 +47,25 @@ def run_list(request):
     )
 
 
+def isolated_rows(items) -> list[dict]:
+    """The run's isolated findings in one shape for the page (the JSON is written by the aggregation)."""
+    rows = []
+    for item in (items or [])[:100]:
+        if not isinstance(item, dict):
+            continue
+        sessions = item.get("sessions")
+        rows.append(
+            {
+                "kind": str(item.get("kind") or ""),
+                "summary": str(item.get("summary") or item.get("key") or ""),
+                "reason": str(item.get("reason") or ""),
+                "sessions": sessions if isinstance(sessions, int) else len(sessions or []),
+                "supporting": [str(s) for s in item.get("supporting_sessions") or []][:20],
+            }
+        )
+    return rows
+
+
 @login_required
 @vary_on_headers("HX-Request")
 @require_GET
@@ -81,6 +100,7 @@ def run_detail(request, pk: int):
         "failures": list(failures),
         "proposals": list(proposals),
         "preview": (run.options or {}).get("preview") or [],
+        "isolated": isolated_rows(run.isolated),
         "team": run.team,
     }
     if request.htmx and request.htmx.target == f"run-{run.pk}":
@@ -96,13 +116,14 @@ def dream_now(request, store_pk: int):
     form = DreamForm(request.POST)
     form.is_valid()
     dry_run = bool(form.cleaned_data.get("dry_run"))
+    # Imported here: the pipeline (analyzers, tasks) is heavy and the other pages do not need it.
+    from ..dreams import RunInProgress, start_run
+
     try:
-        # Imported here: the pipeline is a heavy module and the pages must load without it.
-        from ..dreams import start_run
-    except ImportError:
-        messages.error(request, "The dream pipeline is not installed on this server (reviews.dreams is missing).")
+        run = start_run(store, trigger="page", user=request.user, dry_run=dry_run)
+    except (RunInProgress, ValueError) as exc:  # ValueError: the policy names an analyzer that does not exist
+        messages.error(request, f"Not started: {exc}.")
         return redirect("reviews:runs")
-    run = start_run(store, trigger="page", user=request.user, dry_run=dry_run)
     label = "Dry run" if dry_run else "Dream"
     messages.success(request, f"{label} #{run.pk} started over {store.display_name}.")
     return redirect("reviews:run", pk=run.pk)

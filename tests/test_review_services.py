@@ -1,0 +1,146 @@
+"""reviews.services decisions, called directly: approve applies with provenance, a stale target is a conflict that
+overwrites nothing, two approvals apply once, reject, bulk, edit-then-approve, and the audited policy update."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import MemoryEntry, MemoryVersion
+from memory.services import Author, update_entry
+from reviews import services
+from reviews.models import AutonomyPolicy, PolicyChange, ProposalStatus
+from tests.factories import SessionFactory, make_entry, make_proposal
+
+pytestmark = pytest.mark.django_db
+
+
+def test_approve_add_applies_with_provenance(world):
+    sessions = [SessionFactory(team=world.team_a, external_id=f"s-{i}") for i in range(2)]
+    proposal = make_proposal(world.store_a, sessions=sessions)
+
+    result = services.approve(proposal, user=world.alice, reason="seen it too")
+
+    assert result.status == ProposalStatus.APPLIED
+    assert result.decided_by == world.alice and result.decided_at is not None
+    (version,) = MemoryVersion.objects.filter(pk__in=result.applied_versions)
+    assert version.entry.content == proposal.content
+    assert version.entry.key == "release-command"
+    assert version.author_kind == "user" and version.author_user == world.alice
+    assert version.proposal_id == proposal.pk
+    assert version.session == sessions[0]
+    assert version.reason == "seen it too"
+    assert [e["session"] for e in version.evidence] == ["s-0", "s-1"]
+    assert {e["excerpt"] for e in version.evidence} == {"make release"}
+
+
+def test_approve_update_with_stale_target_is_a_conflict_and_overwrites_nothing(world):
+    entry = make_entry(world.store_a, key="deploy", content="Deploy with make deploy.")
+    proposal = make_proposal(world.store_a, operation="update", targets=["deploy"], content="Deploy with make release.")
+    # Someone edits the entry after the dream read it.
+    update_entry(entry, base_hash=entry.content_hash, author=Author.person(world.adam), content="Deploy by hand.")
+
+    result = services.approve(proposal, user=world.alice)
+
+    assert result.status == ProposalStatus.CONFLICT
+    assert "not applied" in result.decision_reason
+    assert result.applied_versions == []
+    entry.refresh_from_db()
+    assert entry.content == "Deploy by hand." and entry.version == 2
+    assert not MemoryVersion.objects.filter(proposal_id=proposal.pk).exists()
+
+
+def test_approve_update_fresh_target_writes_a_new_version(world):
+    entry = make_entry(world.store_a, key="deploy", content="Deploy with make deploy.")
+    proposal = make_proposal(world.store_a, operation="update", targets=["deploy"], content="Deploy with make release.")
+
+    services.approve(proposal, user=world.alice)
+
+    entry.refresh_from_db()
+    assert entry.content == "Deploy with make release." and entry.version == 2
+    assert entry.versions.get(number=2).previous_hash == proposal.target_hashes["deploy"]
+
+
+def test_second_approval_raises_not_pending_and_applies_once(world):
+    proposal = make_proposal(world.store_a)
+    services.approve(proposal, user=world.alice)
+    stale_copy = type(proposal).objects.get(pk=proposal.pk)
+    stale_copy.status = ProposalStatus.PENDING  # what a second reviewer's page still believes
+
+    with pytest.raises(services.NotPending) as caught:
+        services.approve(stale_copy, user=world.adam)
+
+    assert caught.value.status == ProposalStatus.APPLIED
+    assert MemoryEntry.objects.filter(store=world.store_a).count() == 1
+    assert MemoryVersion.objects.filter(proposal_id=proposal.pk).count() == 1
+    proposal.refresh_from_db()
+    assert proposal.decided_by == world.alice
+
+
+def test_reject_records_who_and_why_and_writes_nothing(world):
+    proposal = make_proposal(world.store_a)
+
+    services.reject(proposal, user=world.alice, reason="too specific")
+
+    proposal.refresh_from_db()
+    assert (proposal.status, proposal.decided_by, proposal.decision_reason) == ("rejected", world.alice, "too specific")
+    assert not MemoryEntry.objects.exists()
+    with pytest.raises(services.NotPending):
+        services.reject(proposal, user=world.adam)
+    with pytest.raises(services.NotPending):
+        services.approve(proposal, user=world.adam)
+
+
+def test_bulk_decides_each_on_its_own(world):
+    entry = make_entry(world.store_a, key="deploy", content="old text")
+    fresh = make_proposal(world.store_a, content="One fact.")
+    stale = make_proposal(world.store_a, operation="update", targets=["deploy"], content="new text")
+    decided = make_proposal(world.store_a, content="Another fact.")
+    services.reject(decided, user=world.adam)
+    update_entry(entry, base_hash=entry.content_hash, author=Author.system(), content="changed meanwhile")
+
+    done = services.bulk_decide([fresh, stale, decided], user=world.alice, approve_them=True)
+
+    assert done == {"applied": [fresh.pk], "rejected": [], "conflict": [stale.pk], "skipped": [decided.pk]}
+    entry.refresh_from_db()
+    assert entry.content == "changed meanwhile"
+
+
+def test_bulk_reject(world):
+    a, b = make_proposal(world.store_a, content="A."), make_proposal(world.store_a, content="B.")
+    done = services.bulk_decide([a, b], user=world.alice, approve_them=False, reason="noise")
+    assert done["rejected"] == [a.pk, b.pk]
+    assert set(type(a).objects.values_list("status", "decision_reason")) == {("rejected", "noise")}
+
+
+def test_edit_then_approve_keeps_original_content(world):
+    proposal = make_proposal(world.store_a, content="Use make release.")
+
+    result = services.approve(proposal, user=world.alice, content="Use `make release` (never make deploy).")
+
+    assert result.original_content == "Use make release."
+    assert result.content == "Use `make release` (never make deploy)."
+    version = MemoryVersion.objects.get(pk=result.applied_versions[0])
+    assert version.content == "Use `make release` (never make deploy)."
+
+
+def test_edit_to_empty_text_is_refused_and_leaves_the_card_pending(world):
+    proposal = make_proposal(world.store_a)
+    with pytest.raises(services.DecisionError):
+        services.approve(proposal, user=world.alice, content="   ")
+    proposal.refresh_from_db()
+    assert proposal.status == ProposalStatus.PENDING and proposal.original_content is None
+
+
+def test_update_policy_audits_old_and_new_values(world):
+    policy, change = services.update_policy(
+        world.store_a, user=world.adam, values={"mode": "auto_low_risk", "min_sessions": 3}
+    )
+    assert change.changes == {"mode": ["manual", "auto_low_risk"]}  # min_sessions 3 is the default: no change
+    assert change.changed_by == world.adam and policy.updated_by == world.adam
+
+    _, again = services.update_policy(world.store_a, user=world.adam, values={"mode": "auto_low_risk"})
+    assert again is None
+    _, third = services.update_policy(world.store_a, user=world.adam, values={"agents": ["bot"], "token_budget": 10})
+    assert third.changes == {"agents": [[], ["bot"]], "token_budget": [2_000_000, 10]}
+    assert AutonomyPolicy.objects.get(store=world.store_a).token_budget == 10
+    assert PolicyChange.objects.filter(policy=policy).count() == 2
