@@ -573,6 +573,32 @@ def _skills(team_id: int) -> list[dict]:
     return list(Skill.objects.filter(team_id=team_id).published().values("name", "description", "body", "content_hash"))
 
 
+# --- skill proposals (skills registry, issue 6) -------------------------------------------------------------------
+def _skill_proposals(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> list:
+    """Skill drafts (an update of the skill whose domain a recurring lesson belongs to; a new skill for a recurring
+    procedure no skill covers), risk-assessed and redacted like the memory drafts. They are never auto-applied:
+    reviews.services.policy_allows refuses target_kind "skill" whatever the policy (skills are promoted by people)."""
+    from skills_registry.dreaming import dream_skill_drafts
+
+    from .analysis.findings import ProposalDraft
+    from .analysis.risk import assess, redact_draft
+
+    drafts = []
+    for fields in dream_skill_drafts(
+        run.team_id,
+        sessions,
+        sessions_analysed=len(sessions),
+        min_sessions=policy.min_sessions,
+        min_share=policy.min_share,
+    ):
+        draft = ProposalDraft(**fields)
+        allowed = list(run.team.allowed_hosts or [])
+        draft.risk, draft.risk_reasons = assess(draft, store_kind=run.store.kind, allowed_hosts=allowed)
+        redact_draft(draft)
+        drafts.append(draft)
+    return drafts
+
+
 def is_poisoned(risk: str, reasons: Iterable[str]) -> bool:
     text = " ".join(reasons or []).lower()
     return risk == "high" and any(fragment in text for fragment in POISON_REASONS)
@@ -735,6 +761,7 @@ def _finalize(run_id: int, team_id: int) -> dict:
             store_kind=run.store.kind,
             allowed_hosts=list(run.team.allowed_hosts or []),
         )
+        result.proposals += _skill_proposals(run, sessions, policy)  # skills registry (issue 6)
         screened = _screen(run.store, list(result.proposals))
         totals = SessionAnalysis.objects.filter(run=run).aggregate(
             tokens_input=Sum("tokens_input"), tokens_output=Sum("tokens_output")

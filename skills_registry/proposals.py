@@ -30,6 +30,7 @@ MIN_SHARED = 1.5  # weighted count of shared terms (name/description terms weigh
 MIN_STEPS = 3
 MAX_STEPS = 8
 MAX_PROCEDURES = 5
+MAX_SESSION_STEPS = 300
 EVIDENCE_PER_GROUP = 5
 TRUST_ORDER = ("user", "agent", "tool", "web")
 
@@ -178,33 +179,42 @@ def _vocabulary(skill: dict) -> tuple[set[str], set[str]]:
     return head, terms(skill.get("body", ""))
 
 
-def _finding_terms(group: dict) -> set[str]:
-    text = " ".join(str(group.get(k) or "") for k in ("summary", "old", "new"))
-    return terms(text) | {_stem(t.lower()) for t in group.get("tags") or []}
+def _finding_terms(group: dict) -> tuple[set[str], set[str]]:
+    """(core, all): core is what the lesson is about (old, new, tags) when the finding names them; all adds the
+    summary, whose error text and narration can drown the subject."""
+    tags = {_stem(t.lower()) for t in group.get("tags") or []}
+    core = terms(f"{group.get('old') or ''} {group.get('new') or ''}") | tags
+    return core, core | terms(group.get("summary") or "")
+
+
+def _score(found: set[str], head: set[str], body: set[str]) -> tuple[float, float, set[str], set[str]]:
+    shared_head = found & head
+    shared_body = (found & body) - shared_head
+    weight = len(shared_head) + 0.5 * len(shared_body)
+    return (weight / len(found) if found else 0.0), weight, shared_head, shared_body
 
 
 def domain_match(group: dict, skills: Sequence[dict]) -> tuple[dict | None, float, list[str]]:
     """The skill whose domain the finding belongs to, its score and the shared terms (deterministic).
 
-    score = weighted shared terms / the finding's terms; name/description/tag terms weigh 1, body-only terms 0.5.
-    A match needs score >= MIN_SCORE, weighted shared >= MIN_SHARED and one shared name/description term.
-    Ties go to the skill with more shared head terms, then by name.
+    score = weighted shared terms / the finding's terms; name/description/tag terms weigh 1, body-only terms 0.5;
+    computed on the lesson's core terms (old/new/tags) and on all its terms, the better one counts. A match needs
+    score >= MIN_SCORE, weighted shared >= MIN_SHARED and one shared name/description term (a skill declares its
+    domain there). Ties go to the skill with more shared head terms, then by name.
     """
-    found = _finding_terms(group)
-    if not found:
+    core, everything = _finding_terms(group)
+    if not everything:
         return None, 0.0, []
     best: tuple | None = None
     for skill in skills:
         head, body = _vocabulary(skill)
-        shared_head = found & head
-        shared_body = (found & body) - shared_head
-        weight = len(shared_head) + 0.5 * len(shared_body)
-        score = weight / len(found)
-        if not shared_head or weight < MIN_SHARED or score < MIN_SCORE:
-            continue
-        rank = (score, len(shared_head), _neg(skill.get("name", "")))
-        if best is None or rank > best[0]:
-            best = (rank, skill, score, sorted(shared_head | shared_body))
+        for found in (core, everything):
+            score, weight, shared_head, shared_body = _score(found, head, body)
+            if not shared_head or weight < MIN_SHARED or score < MIN_SCORE:
+                continue
+            rank = (score, len(shared_head), _neg(skill.get("name", "")))
+            if best is None or rank > best[0]:
+                best = (rank, skill, score, sorted(shared_head | shared_body))
     if best is None:
         return None, 0.0, []
     return best[1], round(best[2], 3), best[3]
@@ -431,24 +441,38 @@ def recurring_procedures(
     most common agent and task. Returns maximal sequences (one nested in a longer accepted one is dropped), most
     common first: {steps, texts, sessions, external_ids, agents, tasks, evidence}.
     """
-    support: dict[tuple, list[dict]] = defaultdict(list)
+    # Pass 1: each session's steps (small: the events are not kept) and the sessions supporting each 3-step window.
     per_work: Counter = Counter()
+    kept: list[tuple[dict, list[dict]]] = []
+    window_support: Counter = Counter()
     total = 0
     for s in sessions:
         total += 1
-        per_work[(s.get("agent"), s.get("task"))] += 1
+        meta = {k: s.get(k) for k in ("session_id", "external_id", "agent", "task")}
+        per_work[(meta["agent"], meta["task"])] += 1
         if s.get("outcome") in ("failure", "abandoned"):
             continue
-        steps = procedure_steps(s.get("events") or [])[:300]
+        steps = procedure_steps(s.get("events") or [])[:MAX_SESSION_STEPS]
         keys = [st["step"] for st in steps]
+        windows = {tuple(keys[i : i + MIN_STEPS]) for i in range(len(keys) - MIN_STEPS + 1)}
+        if windows:
+            window_support.update(windows)
+            kept.append((meta, steps))
+    # Pass 2 (a priori): a longer sequence can only recur if each of its 3-step windows does, so only those grow.
+    support: dict[tuple, list[dict]] = defaultdict(list)
+    for meta, steps in kept:
+        keys = [st["step"] for st in steps]
+        frequent = [window_support[tuple(keys[i : i + MIN_STEPS])] >= min_sessions for i in range(len(keys))]
         seen: set[tuple] = set()
-        for n in range(MIN_STEPS, MAX_STEPS + 1):
-            for i in range(len(keys) - n + 1):
+        for i in range(len(keys) - MIN_STEPS + 1):
+            for n in range(MIN_STEPS, min(MAX_STEPS, len(keys) - i) + 1):
+                if not frequent[i + n - MIN_STEPS]:
+                    break
                 gram = tuple(keys[i : i + n])
                 if gram in seen or len(set(gram)) < MIN_STEPS:
                     continue
                 seen.add(gram)
-                support[gram].append({"session": s, "steps": steps[i : i + n]})
+                support[gram].append({"session": meta, "steps": steps[i : i + n]})
     analysed = sessions_analysed if sessions_analysed is not None else total
     candidates = [
         g
