@@ -417,10 +417,13 @@ def _fan_out(run_id: int, batches: list[list[int]]) -> None:
 
     from . import tasks
 
-    if batches:
-        group(tasks.analyze_sessions.si(run_id, batch) for batch in batches).apply_async()
-    else:
+    if not batches:
         tasks.finalize_run.delay(run_id)
+    elif tasks.analyze_sessions.app.conf.task_always_eager:
+        for batch in batches:  # no broker: one after the other, here
+            tasks.analyze_sessions.apply(args=[run_id, batch])
+    else:
+        group(tasks.analyze_sessions.si(run_id, batch) for batch in batches).apply_async()
 
 
 def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: bool = True) -> None:

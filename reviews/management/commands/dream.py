@@ -84,8 +84,8 @@ class Command(BaseCommand):
                 f" {len(doc['proposals'])} proposals in {r['seconds']:.1f} s"
             )
         if opts["format"] == "json":
-            sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
-            sys.stdout.flush()
+            self.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2))
+            self.stdout.flush()
         else:
             self.stdout.write(render_text(doc))
         if doc["run"]["status"] == RunStatus.FAILED:
