@@ -180,3 +180,42 @@ def test_schema_is_strict_everywhere():
 
     walk(oa.FINDINGS_SCHEMA)
     json.dumps(oa.FINDINGS_SCHEMA)
+
+
+def test_dream_with_openai_malformed_and_timeout_sessions_end_partial(llm, db, django_capture_on_commit_callbacks):
+    from reviews import dreams
+    from reviews.models import AnalysisStatus, RunStatus, SessionAnalysis
+
+    from .dream_sessions import ingest
+    from .factories import StoreFactory, TeamFactory
+
+    team = TeamFactory(slug="llm-team")
+    store = StoreFactory(team=team, slug="eng")
+    ingest(team, [session_doc(f"ok-{i}", corrected_command(i), minute=i) for i in range(3)])
+    ingest(team, [session_doc("bad-json", corrected_command(7)), session_doc("slow", corrected_command(8))])
+    for i in range(3):
+        llm.script[f"ok-{i}"] = "ok"
+        llm.findings[f"ok-{i}"] = [CMD_FINDING]
+    llm.script["bad-json"] = "malformed"
+    llm.script["slow"] = "timeout"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        run = dreams.start_run(store, analyzer="openai")
+    run.refresh_from_db()
+    assert run.analyzer == "openai:gpt-fake"
+    assert run.status == RunStatus.PARTIAL
+    assert (run.sessions_analysed, run.sessions_failed) == (3, 2)
+    failed = dict(
+        SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.FAILED).values_list(
+            "session__external_id", "error"
+        )
+    )
+    assert failed["bad-json"].startswith("MalformedAnswer: the answer is not JSON")
+    assert failed["slow"].startswith("APITimeoutError")
+    # Tokens of the three good answers and of the malformed one (spent all the same); the timeout spent none.
+    assert (run.tokens_input, run.tokens_output) == (4 * 1200, 4 * 150)
+    assert float(run.cost_usd) == pytest.approx((4 * 1200 * 2.0 + 4 * 150 * 8.0) / 1e6, abs=1e-4)
+    ok = SessionAnalysis.objects.get(run=run, session__external_id="ok-0")
+    assert ok.findings[0]["new"] == "make release" and ok.tokens_input == 1200
+    report = dreams.report(run)
+    assert report["run"]["sessions_failed"] == 2 and report["run"]["tokens"] == {"input": 4800, "output": 600}
