@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from functools import lru_cache
 
 URL_RE = re.compile(r"\b(?:https?|ftp|s3|gs)://[^\s'\"`<>()\[\]{}]+", re.I)
 HOST_RE = re.compile(r"\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:[a-z]{2,24})\b", re.I)
@@ -43,6 +44,7 @@ STOPWORDS = frozenset(
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ed", "es", "s")
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Crude but stable: strip a common suffix, then keep six characters ("approval" ~ "approve" ~ "approved")."""
     w = word.lower().strip("'-_")
@@ -93,6 +95,7 @@ def _norm_num(n: str) -> str:
     return n
 
 
+@lru_cache(maxsize=65536)
 def anchors(text: str) -> frozenset[str]:
     """The concrete facts in a text: URLs, hosts, paths, numbers, identifiers that contain digits."""
     text = text or ""
@@ -120,6 +123,7 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in WORD_RE.findall(text or "")]
 
 
+@lru_cache(maxsize=65536)
 def salient(text: str) -> frozenset[str]:
     """Stemmed content words without stop words, URLs, paths or numbers."""
     text = URL_RE.sub(" ", text or "")
@@ -153,6 +157,7 @@ def containment(a, b) -> float:
     return len(a & b) / len(a) if a else 0.0
 
 
+@lru_cache(maxsize=65536)
 def shingles(text: str, n: int = 3) -> frozenset[str]:
     t = collapse((text or "").lower())
     if len(t) <= n:
@@ -257,6 +262,7 @@ def program(cmd: str) -> str:
     return ""
 
 
+@lru_cache(maxsize=65536)
 def normalize_command(cmd: str) -> str:
     """Whitespace collapsed, lower-cased, volatile ids (uuids, long hex, timestamps, long numbers) replaced."""
     s = collapse(cmd or "").lower()
@@ -296,3 +302,9 @@ def slug(text: str, limit: int = 48) -> str:
 def content_key(text: str) -> str:
     """A normalised key of a text for signatures: sorted anchors and salient words."""
     return " ".join(sorted(anchors(text))) + " | " + " ".join(sorted(salient(text)))
+
+
+def clear_caches() -> None:
+    """Forget the memoised text functions (benchmarks call it so every run starts cold)."""
+    for fn in (stem, anchors, salient, shingles, normalize_command):
+        fn.cache_clear()
