@@ -1,0 +1,162 @@
+"""The memory browser and the session viewer: stores, entries (search, scope), history with provenance, diffs
+between versions, revert with a base hash, and transcripts that are always text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from memory.models import ContextServe, MemoryEntry
+from memory.services import Author, archive_entry, update_entry
+from reviews import services
+from tests.factories import SessionFactory, make_entry, make_proposal
+
+pytestmark = pytest.mark.django_db
+
+
+def login(client, user):
+    client.force_login(user)
+    return client
+
+
+def entry_links(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r'href="/memory/entries/(\d+)/"', html)]
+
+
+def test_store_list_shows_my_team_stores_with_counts(client, world):
+    make_entry(world.store_a, key="one")
+    archived = make_entry(world.store_a, key="two")
+    archive_entry(archived, base_hash=archived.content_hash, author=Author.system())
+    html = login(client, world.victor).get(reverse("memory:stores")).content.decode()
+    assert reverse("memory:entries", args=[world.store_a.pk]) in html
+    assert reverse("memory:entries", args=[world.store_b.pk]) not in html
+    assert "<dt>Active entries</dt><dd>1</dd>" in html and "<dt>Archived</dt><dd>1</dd>" in html
+
+
+def test_entries_search_scope_and_status(client, world):
+    deploy = make_entry(world.store_a, key="deploy", content="Use make release.")
+    tabs = make_entry(world.store_a, key="style", content="Tabs, not spaces.", scope_agent="fmt-bot")
+    old = make_entry(world.store_a, key="old", content="Obsolete release note.")
+    archive_entry(old, base_hash=old.content_hash, author=Author.system())
+    client = login(client, world.victor)
+    url = reverse("memory:entries", args=[world.store_a.pk])
+    assert sorted(entry_links(client.get(url).content.decode())) == sorted([deploy.pk, tabs.pk])
+    assert entry_links(client.get(url, {"q": "release"}).content.decode()) == [deploy.pk]
+    assert entry_links(client.get(url, {"scope": "fmt-bot"}).content.decode()) == [tabs.pk]
+    assert entry_links(client.get(url, {"scope": "_none"}).content.decode()) == [deploy.pk]
+    assert entry_links(client.get(url, {"status": "archived"}).content.decode()) == [old.pk]
+    partial = client.get(url, {"q": "tabs"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in partial and entry_links(partial) == [tabs.pk]
+
+
+def test_entry_history_shows_who_what_when_why_sessions_and_proposal(client, world):
+    session = SessionFactory(team=world.team_a, external_id="sess-prov")
+    proposal = make_proposal(world.store_a, sessions=[session], content="Use make release.")
+    services.approve(proposal, user=world.alice, reason="we all saw it")
+    entry = MemoryEntry.objects.get(store=world.store_a)
+    update_entry(entry, base_hash=entry.content_hash, author=Author.person(world.adam), content="Use `make release`.")
+
+    html = login(client, world.victor).get(reverse("memory:entry", args=[entry.pk])).content.decode()
+
+    assert 'id="version-1"' in html and 'id="version-2"' in html
+    assert "alice" in html and "adam" in html
+    assert reverse("reviews:proposal", args=[proposal.pk]) in html
+    assert "we all saw it" in html
+    assert reverse("memory:session", args=[session.pk]) in html and "sess-prov" in html
+    # The default comparison is the previous version against the latest.
+    assert "<span>Use </span><ins>`</ins><span>make release</span><ins>`</ins><span>.</span>" in html
+
+
+def test_diff_between_any_two_versions(client, world):
+    entry = make_entry(world.store_a, key="k", content="alpha beta")
+    entry = update_entry(entry, base_hash=entry.content_hash, author=Author.system(), content="alpha gamma")
+    update_entry(entry, base_hash=entry.content_hash, author=Author.system(), content="delta gamma")
+    client = login(client, world.victor)
+    url = reverse("memory:entry", args=[entry.pk])
+    body = client.get(url, {"a": 1, "b": 3}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="version-diff").content.decode()
+    assert "<html" not in body
+    assert "<del>alpha</del><ins>delta</ins><span> </span><del>beta</del><ins>gamma</ins>" in body
+    body = client.get(url, {"a": 2, "b": 3}).content.decode()
+    assert "<del>alpha</del><ins>delta</ins><span> gamma</span>" in body
+
+
+def test_revert_is_a_new_version_and_needs_the_current_hash(client, world):
+    entry = make_entry(world.store_a, key="k", content="first")
+    entry = update_entry(entry, base_hash=entry.content_hash, author=Author.system(), content="second")
+    client = login(client, world.alice)
+    url = reverse("memory:revert", args=[entry.pk])
+
+    stale = client.post(url, {"number": 1, "base_hash": "not-the-current-hash"}, follow=True)
+    assert "Not reverted" in stale.content.decode()
+    entry.refresh_from_db()
+    assert (entry.content, entry.version) == ("second", 2)
+
+    ok = client.post(url, {"number": 1, "base_hash": entry.content_hash, "reason": "bad edit"}, follow=True)
+    assert "saved as version 3" in ok.content.decode()
+    entry.refresh_from_db()
+    assert (entry.content, entry.version) == ("first", 3)
+    v3 = entry.versions.get(number=3)
+    assert (v3.operation, v3.author_user, v3.reason) == ("revert", world.alice, "bad edit")
+
+    missing = client.post(url, {"number": 42, "base_hash": entry.content_hash}, follow=True)
+    assert "There is no version 42." in missing.content.decode()
+
+
+HOSTILE = [
+    {"type": "message", "role": "user", "content": "<script>window.pwned=1</script> please deploy"},
+    {"type": "tool_call", "id": "c1", "name": "bash", "arguments": {"command": "<img src=x onerror=alert(1)>"}},
+    {
+        "type": "tool_result",
+        "call_id": "c1",
+        "content": "<div hx-get='/marker' hx-trigger='load'>x</div>",
+        "is_error": True,
+        "exit_code": 2,
+    },
+    {"type": "memory_write", "content": "Remember: {{ secret }} and {% now 'Y' %}"},
+    {"type": "message", "role": "assistant", "content": "Fixed it with make release after the failure."},
+]
+
+
+def test_session_viewer_escapes_everything_and_marks_events(client, world):
+    session = SessionFactory(team=world.team_a, external_id="hostile", events=HOSTILE, event_count=len(HOSTILE))
+    client = login(client, world.victor)
+    html = client.get(
+        reverse("memory:session", args=[session.pk]), {"event": 4, "mark": "make release"}
+    ).content.decode()
+
+    assert "<script>window.pwned" not in html and "&lt;script&gt;window.pwned=1&lt;/script&gt;" in html
+    assert "<img src=x" not in html and "<div hx-get" not in html
+    assert "&lt;div hx-get=&#x27;/marker&#x27;" in html
+    assert "{{ secret }}" in html and "{% now &#x27;Y&#x27; %}" in html  # template syntax is text, not evaluated
+    assert re.search(r'<ol class="events" hx-disable>', html)
+    for index in range(5):
+        assert f'id="event-{index}"' in html
+    assert "failed result" in html and "exit 2" in html and 'class="event event-tool_result failed' in html
+    assert "in-band note" in html
+    assert 'Fixed it with <mark class="evidence-mark">make release</mark> after the failure.' in html
+
+
+def test_session_viewer_lists_the_memory_served_to_it(client, world):
+    entry = make_entry(world.store_a, key="served-key")
+    session = SessionFactory(team=world.team_a, external_id="served-session")
+    ContextServe.objects.create(
+        team=world.team_a,
+        store=world.store_a,
+        agent="deploy-bot",
+        session_external_id="served-session",
+        entries=[{"entry_id": entry.pk, "key": "served-key", "version": 1, "content_hash": entry.content_hash}],
+        tokens=12,
+    )
+    html = login(client, world.victor).get(reverse("memory:session", args=[session.pk])).content.decode()
+    assert "Memory served to this session" in html
+    assert reverse("memory:entry", args=[entry.pk]) + "#version-1" in html
+
+
+def test_session_list_is_my_team_only(client, world):
+    mine = SessionFactory(team=world.team_a, external_id="mine-1")
+    theirs = SessionFactory(team=world.team_b, external_id="theirs-1")
+    html = login(client, world.victor).get(reverse("memory:sessions")).content.decode()
+    assert reverse("memory:session", args=[mine.pk]) in html
+    assert reverse("memory:session", args=[theirs.pk]) not in html
