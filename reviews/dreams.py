@@ -26,6 +26,7 @@ policy, but kept with their evidence for the record.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -75,11 +76,12 @@ class RetryLater(Exception):
 
 
 def transient_errors() -> tuple[type[Exception], ...]:
-    try:
-        from openai import APIConnectionError, APITimeoutError, RateLimitError
-    except ImportError:  # pragma: no cover - openai is a runtime requirement
+    """The language model's transient errors. Only an analyzer that imported openai can raise them, so a rules-only
+    worker does not pay the SDK's import time (seconds) for nothing."""
+    sdk = sys.modules.get("openai")
+    if sdk is None:
         return ()
-    return (RateLimitError, APITimeoutError, APIConnectionError)
+    return (sdk.RateLimitError, sdk.APITimeoutError, sdk.APIConnectionError)
 
 
 # --- policy and selection ----------------------------------------------------------------------------------------

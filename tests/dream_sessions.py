@@ -112,3 +112,15 @@ def mixed_corpus(prefix: str = "s", *, n_each: int = 4, agent: str = "deploy-bot
             minute += 1
             docs.append(session_doc(f"{prefix}-{kind}-{i}", make(i), agent=agent, minute=minute))
     return docs
+
+
+def slow_rules(doc: dict, served=()):
+    """The rules analyzer, slowed down (DREAMWEB_TEST_ANALYZE_DELAY seconds a session) so that a test can kill a
+    worker in the middle of a cycle. The workers install it with DREAMWEB_EXTRA_ANALYZERS (see test_celery_workers)."""
+    import os
+    import time
+
+    from reviews.analysis import rules
+
+    time.sleep(float(os.environ.get("DREAMWEB_TEST_ANALYZE_DELAY", "0.05")))
+    return rules.analyze(doc, served)
