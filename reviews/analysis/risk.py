@@ -28,11 +28,16 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
 ]
 # `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
 ASSIGNED_SECRET = re.compile(
-    r"(?i)(?<![a-z])(?:password|passwd|pwd|passphrase|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|"
+    r"(?i)(?<![a-z])(?:password|passwd|pass|pwd|passphrase|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|"
     r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)\b(?:\s+(?:is|was|=|:)|\s*[:=])\s*['\"`]?"
     r"(?P<value>[^\s'\"`,;]{6,})"
 )
-LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{24,}(?![\w/.-])")
+LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{20,}(?![\w/.-])")
+# In a text that talks about credentials, a longish token mixing letters and digits is the credential.
+CREDENTIAL_WORDS = re.compile(r"(?i)\b(?:key|token|secret|password|passwd|credential|creds|api|auth|bearer|login)s?\b")
+CONTEXT_TOKEN = re.compile(
+    r"(?<![\w/.@:-])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{12,}(?![\w/.@-])"
+)
 
 
 def _entropy(s: str) -> float:
@@ -66,6 +71,11 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
     for m in LONG_TOKEN.finditer(text):
         if _looks_random(m.group(0)):
             spans.append(("high-entropy token", m.start(), m.end()))
+    if CREDENTIAL_WORDS.search(text):
+        for m in CONTEXT_TOKEN.finditer(text):
+            tok = m.group(0)
+            if not re.fullmatch(r"[a-z]+(?:[-_][a-z0-9]+)*", tok) and _entropy(tok) >= 3.0:
+                spans.append(("credential", m.start(), m.end()))
     return spans
 
 

@@ -26,6 +26,8 @@ from .risk import REDACTED, has_secret, redact, secret_kinds
 
 SHELL_TOOLS = re.compile(r"^(?:bash|sh|zsh|shell|terminal|run|exec|execute|run_command|run_shell|command|cmd)$", re.I)
 WEB_TOOLS = re.compile(r"web|browse|browser|fetch|http|url|crawl|scrape|internet|download", re.I)
+# Names that say the result is internet content, whatever else the tool does (web_search, browser_open, http_get).
+WEB_NAMES = re.compile(r"web|browse|browser|internet|http|url|crawl|scrape", re.I)
 SEARCH_TOOLS = re.compile(r"search|grep|find|glob|locate|lookup|ripgrep|^rg$|query", re.I)
 READ_TOOLS = re.compile(r"read|open|view|cat|get_file|show|fetch|browse", re.I)
 SEARCH_PROGRAMS = {"grep", "egrep", "rg", "ag", "ack", "find", "fd", "locate", "ls", "tree", "which", "whereis"}
@@ -90,6 +92,8 @@ class Action:
 
     @property
     def web(self) -> bool:
+        if WEB_NAMES.search(self.name):
+            return True
         if WEB_TOOLS.search(self.name) and not SEARCH_TOOLS.search(self.name):
             return True
         if WEB_TOOLS.search(self.name) and nz.urls(self.arg):
@@ -452,16 +456,33 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
     return out
 
 
-def _web_source(note: str, actions: list[Action], before: int) -> Action | None:
-    """The fetched page the note repeats, if any: shared URL/host/path anchors or most of its words."""
-    anc = {x for x in nz.anchors(note) if not x.isdigit()}
+CODE_TOKEN = re.compile(r"`([^`\n]{3,120})`|(?<![\w-])(--?[a-z][\w-]{2,}|[A-Za-z_][A-Za-z0-9_]*=[^\s`'\"]+)", re.I)
+
+
+def _code_tokens(text: str) -> set[str]:
+    """Commands, flags and assignments quoted in a text: repeated verbatim they betray where the text came from."""
+    return {(m.group(1) or m.group(2)).strip() for m in CODE_TOKEN.finditer(text) if (m.group(1) or m.group(2)).strip()}
+
+
+def _source_output(note: str, actions: list[Action], before: int) -> Action | None:
+    """The tool output (a fetched page above all) that the note repeats, if any: the same URL or host, the same
+    quoted command or flag, or most of its words. A note that repeats tool output is no more trusted than it."""
+    strong = {x for x in nz.anchors(note) if not x.isdigit() and ("://" in x or nz.HOST_RE.fullmatch(x))}
+    other = {x for x in nz.anchors(note) if not x.isdigit()} - strong
+    code = _code_tokens(note)
     sal = nz.salient(note)
     for a in reversed(actions[:before]):
-        if not a.web or not a.output:
+        if not a.output:
             continue
-        if anc and anc & nz.anchors(a.output):
+        out_anchors = nz.anchors(a.output)
+        if strong and strong & out_anchors:
             return a
-        if len(sal) >= 3 and nz.containment(sal, nz.salient(a.output)) >= 0.6:
+        if a.web and other & out_anchors:
+            return a
+        if code and any(c in a.output for c in code):
+            return a
+        common = len(sal & nz.salient(a.output))
+        if len(sal) >= 3 and common >= 3 and common / len(sal) >= (0.5 if a.web else 0.7):
             return a
     return None
 
@@ -489,12 +510,18 @@ def _notes(notes, actions, served: _Served) -> list[dict]:
             continue
         if served.covers(text):
             continue
-        src = _web_source(text, actions, before)
-        ev = [evidence(idx, text, "web" if src else "agent")]
+        src = _source_output(text, actions, before)
+        ev = [evidence(idx, text, src.result_trust if src else "agent")]
         if src is not None:
-            hit = next(iter(sorted(nz.anchors(text) & nz.anchors(src.output))), "")
+            hit = next(iter(sorted(nz.anchors(text) & nz.anchors(src.output))), "") or next(
+                (c for c in sorted(_code_tokens(text)) if c in src.output), ""
+            )
             ev.append(
-                evidence(src.result_index or src.call_index, _line_with(src.output, hit) if hit else src.output, "web")
+                evidence(
+                    src.result_index or src.call_index,
+                    _line_with(src.output, hit) if hit else src.output,
+                    src.result_trust,
+                )
             )
         anc, sal = nz.anchors(text), nz.salient(text)
         out.append(
@@ -504,7 +531,7 @@ def _notes(notes, actions, served: _Served) -> list[dict]:
                 trim(text, 500),
                 evidence=ev,
                 confidence=0.6,
-                source_url=(nz.urls(src.arg) or [src.arg])[0] if src is not None else None,
+                source_url=(nz.urls(src.arg) or [src.text])[0] if src is not None else None,
             )
         )
     return out
