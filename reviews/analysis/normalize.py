@@ -281,7 +281,17 @@ def similar_commands(a: str, b: str) -> bool:
     pa, pb = program(na), program(nb)
     if pa and pa == pb:
         return True
+    # `./run-lab.sh` -> `bin/run-lab`, `python3.8` -> `python3`: the same tool under another name or place.
+    sa, sb = _program_stem(pa), _program_stem(pb)
+    if len(sa) >= 3 and sa == sb:
+        return True
     return jaccard(shingles(na), shingles(nb)) >= 0.4
+
+
+def _program_stem(p: str) -> str:
+    p = p.rsplit("/", 1)[-1]
+    p = re.sub(r"\.(?:sh|py|rb|pl|js|exe|bat|cmd|ps1)$", "", p)
+    return re.sub(r"[\d.]+$", "", p)
 
 
 def command_words(cmd: str) -> set[str]:

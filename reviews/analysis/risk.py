@@ -105,6 +105,12 @@ def secret_kinds(text: str) -> list[str]:
 
 # --- dangerous instructions ---------------------------------------------------------------------------------------
 
+# Text that addresses the AI agents themselves: the mark of a prompt injection, never of a lesson.
+INJECTION = re.compile(
+    r"(?i)\b(?:(?:note |message )?(?:to|for) (?:all )?(?:ai|llm) (?:agents?|assistants?|models?)|ai agents?:|"
+    r"ignore (?:all |any )?(?:previous|prior|above) instructions|remember (?:this )?permanently|system prompt|"
+    r"you must now|new instructions)\b"
+)
 REMOTE_CODE = [
     re.compile(r"(?i)\b(?:curl|wget|fetch|http)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b"),
     re.compile(r"(?i)\b(?:curl|wget)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:python\d?|perl|ruby|node|php)\b"),
@@ -165,6 +171,8 @@ def assess(
         high.append("Changes a skill; skills are promoted by people.")
     if any(p.search(content) for p in REMOTE_CODE):
         high.append("Tells agents to download and run remote code.")
+    if INJECTION.search(content):
+        high.append("Contains instructions addressed to AI agents (a prompt injection).")
     if any(p.search(content) for p in EXFILTRATION):
         high.append("Tells agents to send credentials or data to a host.")
     unknown = sorted({url_host(u) for u in urls(content)} - {""})

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from . import normalize as nz
 from .findings import AnalysisResult, evidence, make_finding, trim
-from .risk import REDACTED, has_secret, redact, secret_kinds
+from .risk import INJECTION, REDACTED, has_secret, redact, secret_kinds
 
 SHELL_TOOLS = re.compile(r"^(?:bash|sh|zsh|shell|terminal|run|exec|execute|run_command|run_shell|command|cmd)$", re.I)
 WEB_TOOLS = re.compile(r"web|browse|browser|fetch|http|url|crawl|scrape|internet|download", re.I)
@@ -56,11 +56,6 @@ NEGATION = re.compile(
 )
 PREFERENCE = re.compile(r"(?i)\b(?:use|using|prefer|preferred|switch|should|always|only|stick|go with|standard)\b")
 ONE_OFF = re.compile(r"(?i)\b(?:for this one only|just this (?:once|time)|only (?:for )?this time|this time only)\b")
-INJECTION = re.compile(
-    r"(?i)\b(?:to (?:all )?(?:ai|llm) (?:agents?|assistants?|models?)|ai agents?:|"
-    r"ignore (?:all |any )?(?:previous|prior) instructions|remember (?:this )?permanently|system prompt|"
-    r"you must now|new instructions)\b"
-)
 LOCATION_TRIM = re.compile(r"[:#]\d+(?::\d+)?$")
 
 MAX_ARG = 400
@@ -317,7 +312,10 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
         said_new = sorted(t for t in new_only if _mentions(t, low))
         if not (said_old or said_new):
             continue
-        if not (NEGATION.search(content) or (PREFERENCE.search(content) and said_new)):
+        # A cue ("not", "don't", "use", "prefer", ...) is needed, except in a short message that names the new choice
+        # ("Yarn, please."): right before the agent changes to exactly that, it is the correction.
+        short_naming_new = bool(said_new) and len(content) <= 80
+        if not (NEGATION.search(content) or (PREFERENCE.search(content) and said_new) or short_naming_new):
             continue
         old_key, new_key = said_old or sorted(old_only), said_new or sorted(new_only)
         if served.has_words(new_key) and served.has_words(old_key):
@@ -353,7 +351,7 @@ def _locations(output: str) -> list[str]:
         found.append(u)
     rest = nz.URL_RE.sub(" ", output)
     for m in nz.PATH_RE.finditer(rest):
-        p = LOCATION_TRIM.sub("", m.group(0).strip(".,;:"))
+        p = LOCATION_TRIM.sub("", m.group(0).rstrip(".,;:"))
         if ("/" in p.strip("/") or "." in p) and len(p) > 3:
             found.append(p)
     seen, out = set(), []
@@ -435,8 +433,9 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
         if a.pos in consumed or a.failed or not (a.is_search or a.is_read) or not a.arg.strip():
             continue
         # Fetching the same page again is not the same as not knowing where something is, and a page's text is
-        # the least trusted input there is: bare web fetches do not become "X is at Y" knowledge.
-        if a.web:
+        # the least trusted input there is: bare web fetches do not become "X is at Y" knowledge. Nor does any
+        # output that talks to the agents (a prompt injection).
+        if a.web or INJECTION.search(a.output):
             continue
         if served.has_command(a.arg):
             continue
@@ -540,14 +539,16 @@ def _notes(notes, actions, served: _Served) -> list[dict]:
 def _injections(actions: list[Action]) -> list[dict]:
     out = []
     for a in actions:
-        if a.web and a.output and INJECTION.search(a.output):
-            line = _line_with(a.output, INJECTION.search(a.output).group(0))
+        m = INJECTION.search(a.output) if a.output else None
+        if m:
+            line = _line_with(a.output, m.group(0))
+            what = "A fetched page" if a.web else f"The output of `{trim(a.text, 80)}`"
             out.append(
                 make_finding(
                     "injection",
                     f"inject:{nz.normalize_command(a.arg)}",
-                    f"A fetched page addresses the agents with instructions: {trim(redact(line), 200)}",
-                    evidence=[evidence(a.result_index or a.call_index, redact(line), "web")],
+                    f"{what} addresses the agents with instructions: {trim(redact(line), 200)}",
+                    evidence=[evidence(a.result_index or a.call_index, redact(line), a.result_trust)],
                     confidence=0.8,
                     source_url=a.arg,
                 )
