@@ -23,10 +23,15 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = get_user_model()
         django_get_or_create = ["username"]
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda o: f"{o.username}@example.test")
-    password = factory.PostGenerationMethodCall("set_password", "pw-for-tests")
+    @factory.post_generation
+    def password(obj, create, extracted, **kwargs):
+        obj.set_password(extracted or "pw-for-tests")
+        if create:
+            obj.save(update_fields=["password"])
 
 
 class MembershipFactory(factory.django.DjangoModelFactory):
