@@ -322,13 +322,13 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
             continue
         used.add((a.pos, b.pos))
         fmt_new = ", ".join(f"`{t}`" for t in new_key) or f"`{b.text}`"
-        fmt_old = ", ".join(f"`{t}`" for t in old_key) or f"`{a.text}`"
+        # Name the rejected choice in the user's words when they used any; else the command says it.
+        lesson = f"Use {fmt_new}, not {', '.join(f'`{t}`' for t in said_old)}" if said_old else f"Use {fmt_new}"
         out.append(
             make_finding(
                 "correction",
                 f"pref:{','.join(old_key)}=>{','.join(new_key)}",
-                f"Use {fmt_new}, not {fmt_old}: run `{b.text}` instead of `{a.text}` "
-                f'(the user asked for this: "{trim(content, 140)}").',
+                f'{lesson}: run `{b.text}` instead of `{a.text}` (the user asked for this: "{trim(content, 140)}").',
                 evidence=[
                     evidence(a.call_index, a.text, "agent"),
                     evidence(idx, content, "user"),
