@@ -54,6 +54,17 @@ def django_db_setup(django_db_setup, django_db_blocker):
         _switch(_credentials(settings.DATABASE_OWNER_URL))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing():
+    """PBKDF2 costs about a second a user; tests need logins, not hardness."""
+    from django.contrib.auth.hashers import get_hashers, get_hashers_by_algorithm
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    get_hashers.cache_clear()
+    get_hashers_by_algorithm.cache_clear()
+    yield
+
+
 def _uses_db(request) -> bool:
     names = set(request.fixturenames)
     return bool(
