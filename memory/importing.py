@@ -1,7 +1,7 @@
 """Streaming import of session files (JSON Lines, one session of contracts/session.schema.json per line).
 
-The file is read line by line and stored in batches, so memory stays flat however long the file is: at most one
-batch of parsed sessions is held, and a line longer than the size limit is skipped in chunks without being held
+The file is read line by line and stored in batches, so memory stays flat however long the file is: at most three
+batches of parsed sessions are held (see _Writer), and a line longer than the size limit is skipped in chunks without being held
 whole. Each batch is its own transaction in the team's row-level-security scope, so an interrupted import keeps
 what it stored, and a re-run skips it (idempotent on external_id).
 """
@@ -9,11 +9,14 @@ what it stored, and a re-run skips it (idempotent on external_id).
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from django.conf import settings
+from django.db import connection, connections
 
 from dreamweb import rls
 
@@ -71,6 +74,51 @@ def _json_error(exc: Exception) -> str:
     return f"not valid JSON: {exc}"
 
 
+def _store(team, batch: list[CleanSession], key, stats: ImportStats) -> None:
+    with rls.team_scope(team):
+        result = store_batch(team, batch, key=key)
+    stats.imported += len(result.created)
+    stats.unchanged += len(result.unchanged)
+
+
+class _Writer(threading.Thread):
+    """Stores batches on its own database connection while the caller parses the next one.
+
+    Parsing and validating is Python work, storing is mostly the database's (PostgreSQL parses every jsonb): done
+    one after the other they add up, overlapped they do not. The queue holds one batch, so at most three batches
+    exist at once (being parsed, waiting, being stored) and memory stays flat.
+    """
+
+    def __init__(self, team, key, stats: ImportStats):
+        super().__init__(name="import-sessions-writer", daemon=True)
+        self.team, self.key, self.stats = team, key, stats
+        self.queue: queue.Queue[list[CleanSession] | None] = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while (batch := self.queue.get()) is not None:
+                if self.error is None:
+                    try:
+                        _store(self.team, batch, self.key, self.stats)
+                    except BaseException as exc:  # noqa: BLE001 - handed to the caller by check()
+                        self.error = exc
+        finally:
+            connections.close_all()  # this thread's connections only
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def put(self, batch: list[CleanSession]) -> None:
+        self.check()
+        self.queue.put(batch)
+
+    def finish(self) -> None:
+        self.queue.put(None)
+        self.join()
+
+
 def import_sessions(
     stream: BinaryIO,
     team,
@@ -79,11 +127,19 @@ def import_sessions(
     on_reject: Callable[[int, str], None] | None = None,
     on_progress: Callable[[ImportStats], None] | None = None,
     key=None,
+    overlap: bool = True,
 ) -> ImportStats:
-    """Import every valid session of the stream for ``team``; report each rejected line through ``on_reject``."""
+    """Import every valid session of the stream for ``team``; report each rejected line through ``on_reject``.
+
+    With ``overlap`` (and no transaction open by the caller, whose uncommitted rows another connection could not
+    see) batches are stored by a writer thread while the next batch is parsed.
+    """
     limit = settings.DREAMWEB_MAX_SESSION_BYTES
     stats = ImportStats()
     pending: list[CleanSession] = []
+    writer = _Writer(team, key, stats) if overlap and not connection.in_atomic_block else None
+    if writer is not None:
+        writer.start()
 
     def reject(number: int, message: str) -> None:
         stats.rejected += 1
@@ -91,37 +147,46 @@ def import_sessions(
             on_reject(number, message)
 
     def flush() -> None:
+        nonlocal pending
         if not pending:
             return
-        with rls.team_scope(team):
-            result = store_batch(team, pending, key=key)
-        stats.imported += len(result.created)
-        stats.unchanged += len(result.unchanged)
-        pending.clear()
+        if writer is not None:
+            writer.put(pending)
+        else:
+            _store(team, pending, key, stats)
+        pending = []
         if on_progress is not None:
             on_progress(stats)
 
-    for number, line, size in read_lines(stream, limit):
-        if line is not None and not line.strip():
-            continue
-        stats.lines += 1
-        if line is None or size > limit:
-            reject(number, str(SessionTooLarge(size, limit)))
-            continue
-        try:
-            doc = json.loads(line.rstrip(b"\r\n"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            reject(number, _json_error(exc))
-            continue
-        try:
-            pending.append(validate_session(doc, size=size))
-        except SessionInvalid as exc:
-            reject(number, "; ".join(exc.errors))
-            continue
-        except SessionTooLarge as exc:
-            reject(number, str(exc))
-            continue
-        if len(pending) >= batch_size:
-            flush()
-    flush()
+    try:
+        for number, line, size in read_lines(stream, limit):
+            if line is not None and not line.strip():
+                continue
+            stats.lines += 1
+            if line is None or size > limit:
+                reject(number, str(SessionTooLarge(size, limit)))
+                continue
+            try:
+                doc = json.loads(line.rstrip(b"\r\n"))
+            except (ValueError, UnicodeDecodeError) as exc:
+                reject(number, _json_error(exc))
+                continue
+            try:
+                pending.append(validate_session(doc, size=size))
+            except SessionInvalid as exc:
+                reject(number, "; ".join(exc.errors))
+                continue
+            except SessionTooLarge as exc:
+                reject(number, str(exc))
+                continue
+            if len(pending) >= batch_size:
+                flush()
+        flush()
+    finally:
+        if writer is not None:
+            writer.finish()
+    if writer is not None:
+        writer.check()
+        if on_progress is not None:
+            on_progress(stats)
     return stats

@@ -4,12 +4,14 @@ import io
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from dreamweb import rls
+from memory import importing
 from memory.importing import read_lines
 from memory.models import AgentSession
 from tests.conftest import is_postgres
@@ -167,3 +169,43 @@ def test_import_runs_in_the_teams_scope_under_rls(tmp_path):
     with rls.team_scope(acme):
         assert set(AgentSession.objects.values_list("team_id", flat=True)) == {acme.pk}
         assert AgentSession.objects.count() == 4
+
+
+def _lines(count: int, prefix: str = "w") -> str:
+    return "".join(json.dumps(session(f"{prefix}-{i}")) + "\n" for i in range(count))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_batches_are_stored_by_the_writer_thread(tmp_path, monkeypatch):
+    team = TeamFactory(slug="acme")
+    stored_by = []
+    real_store = importing._store
+
+    def spy(*args, **kwargs):
+        stored_by.append(threading.current_thread().name)
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(importing, "_store", spy)
+    path = tmp_path / "s.jsonl"
+    path.write_text(_lines(25))
+    code, out, _ = run_import(path, batch_size=10)
+    assert (code, out) == (0, "imported 25, unchanged 0, rejected 0\n")
+    assert stored_by == ["import-sessions-writer"] * 3
+    with rls.team_scope(team):
+        assert AgentSession.objects.filter(team=team).count() == 25
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failure_in_the_writer_thread_stops_the_import_and_reaches_the_caller(monkeypatch):
+    team = TeamFactory(slug="acme")
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(importing, "_store", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        importing.import_sessions(io.BytesIO(_lines(50).encode()), team, batch_size=10)
+    assert len(calls) == 1  # later batches are not attempted
+    assert not any(t.name == "import-sessions-writer" for t in threading.enumerate())
