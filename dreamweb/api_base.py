@@ -3,6 +3,8 @@ always JSON with a clear message (``{"detail": ..., "code": ...}``, plus ``error
 
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse
@@ -114,6 +116,43 @@ def error_responses(*codes: int) -> dict:
     return {code: OpenApiResponse(ErrorSerializer, description=_DESCRIPTIONS[code]) for code in wanted}
 
 
+# PostgreSQL cannot store NUL in text or JSON, and lone surrogates cannot be encoded as UTF-8: refuse them as bad
+# input (400) instead of letting the database fail (500).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable_text(data, where: str = "") -> str | None:
+    """The path of the first string (or object key) in ``data`` that the database cannot store, else None."""
+    if isinstance(data, str):
+        return where or "body" if _UNSTORABLE.search(data) else None
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str) and _UNSTORABLE.search(key):
+                return f"{where}.{key!r}" if where else repr(key)
+            found = unstorable_text(value, f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found = unstorable_text(value, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def refuse_unstorable(data) -> None:
+    where = unstorable_text(data)
+    if where:
+        raise exceptions.ValidationError({where: ["must not contain NUL characters or unpaired surrogates"]})
+
+
+class StrictJSONParser(JSONParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = super().parse(stream, media_type, parser_context)
+        refuse_unstorable(data)
+        return data
+
+
 class AgentPagination(LimitOffsetPagination):
     default_limit = 50
     max_limit = 500
@@ -124,13 +163,22 @@ class AgentViewMixin:
 
     authentication_classes = [ApiKeyAuthentication]
     throttle_classes = [AgentKeyRateThrottle]
-    parser_classes = [JSONParser]
+    parser_classes = [StrictJSONParser]
     renderer_classes = [JSONRenderer]
     pagination_class = AgentPagination
 
     @property
     def key(self):
         return self.request.auth
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # After authentication and permissions (so 401/403 come first): no NUL in the URL or the query.
+        if any("\x00" in str(v) for v in kwargs.values()):
+            raise exceptions.NotFound("No such object (the URL contains a NUL character).")
+        for name, values in request.query_params.lists():
+            if "\x00" in name or any("\x00" in v for v in values):
+                raise exceptions.ValidationError({name: ["must not contain NUL characters"]})
 
 
 class AgentAPIView(AgentViewMixin, APIView):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 from django.urls import Resolver404, resolve
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -47,6 +48,7 @@ class PingView(AgentAPIView):
         )
 
 
+@csrf_exempt  # agents send no CSRF token; an unknown API path must be a JSON 404 for every method
 def not_found(request, path=""):
     detail = f"No API endpoint at {request.path}."
     if not request.path.endswith("/"):

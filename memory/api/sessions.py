@@ -15,7 +15,7 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from dreamweb.api_base import AgentAPIView, InvalidInput, PayloadTooLarge, error_responses
+from dreamweb.api_base import AgentAPIView, InvalidInput, PayloadTooLarge, error_responses, refuse_unstorable
 from dreamweb.api_permissions import HasScope
 from memory.sessions import SessionInvalid, SessionTooLarge, store_batch, validate_session
 
@@ -40,6 +40,21 @@ def _too_large(size: int, limit: int) -> PayloadTooLarge:
         "Send fewer sessions per request.",
         extra={"limit": limit},
     )
+
+
+def _validate(doc, *, size: int | None = None):
+    """validate_session, plus a guard: an event ``type`` that is not a string (e.g. an object) makes the validator
+    raise TypeError; for the API that is invalid input (400), not a server error."""
+    try:
+        return validate_session(doc, size=size)
+    except TypeError as exc:
+        events = doc.get("events") if isinstance(doc, dict) else None
+        bad = [
+            f"events[{i}].type: must be one of message, tool_call, tool_result, memory_write"
+            for i, ev in enumerate(events if isinstance(events, list) else [])
+            if isinstance(ev, dict) and not isinstance(ev.get("type"), str)
+        ]
+        raise SessionInvalid(bad or [f"session: malformed ({exc})"]) from exc
 
 
 class SessionIngestView(AgentAPIView):
@@ -90,6 +105,7 @@ class SessionIngestView(AgentAPIView):
         except (ValueError, UnicodeDecodeError) as exc:
             raise exceptions.ParseError(f"The body is not valid JSON: {exc}") from exc
 
+        refuse_unstorable(doc)
         cleans = self._validate_batch(doc) if isinstance(doc, list) else [self._validate_one(doc, size=len(raw))]
         result = store_batch(self.key.team, cleans, key=self.key)
         created = set(result.created)
@@ -110,7 +126,7 @@ class SessionIngestView(AgentAPIView):
 
     def _validate_one(self, doc, *, size: int | None = None):
         try:
-            return validate_session(doc, size=size)
+            return _validate(doc, size=size)
         except SessionTooLarge as exc:
             raise PayloadTooLarge(str(exc), extra={"limit": exc.limit}) from exc
         except SessionInvalid as exc:
@@ -132,7 +148,7 @@ class SessionIngestView(AgentAPIView):
         cleans, errors = [], {}
         for index, doc in enumerate(docs):
             try:
-                cleans.append(validate_session(doc))
+                cleans.append(_validate(doc))
             except SessionTooLarge as exc:
                 raise PayloadTooLarge(f"Session [{index}]: {exc}", extra={"limit": exc.limit, "index": index}) from exc
             except SessionInvalid as exc:
