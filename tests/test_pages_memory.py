@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the page_support fixtures (client, fast hashing) are imported by name
 """The memory browser and the session viewer: stores, entries (search, scope), history with provenance, diffs
 between versions, revert with a base hash, and transcripts that are always text."""
 
@@ -12,6 +13,7 @@ from memory.models import ContextServe, MemoryEntry
 from memory.services import Author, archive_entry, update_entry
 from reviews import services
 from tests.factories import SessionFactory, make_entry, make_proposal
+from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 

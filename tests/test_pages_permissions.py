@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the page_support fixtures (client, fast hashing) are imported by name
 """Every page and action against the personas: another team's object is a 404 (its existence is hidden), a role
 too low is a 403, a POST-only action answers GET with 405, anonymous people are sent to sign in, and a POST without
 the CSRF token fails."""
@@ -7,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from dreamweb.models import AgentKey
 from reviews.models import DreamRun, Proposal
 from tests.factories import SessionFactory, make_entry, make_proposal
+from tests.page_support import PageClient as Client
+from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 

@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the page_support fixtures (client, fast hashing) are imported by name
 """The review pages: the queue, decisions (htmx and plain forms), conflicts, bulk, edit, policy, dream runs, with
 the personas (alice reviews A, victor views A, adam administers A, bob reviews B)."""
 
@@ -6,13 +7,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from memory.models import MemoryEntry, MemoryVersion
 from memory.services import Author, update_entry
 from reviews.models import DreamRun, PolicyChange, Proposal, ProposalStatus, RunStatus
 from tests.factories import SessionFactory, make_entry, make_proposal
+from tests.page_support import PageClient as Client
+from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 

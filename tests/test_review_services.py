@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the page_support fixtures (client, fast hashing) are imported by name
 """reviews.services decisions, called directly: approve applies with provenance, a stale target is a conflict that
 overwrites nothing, two approvals apply once, reject, bulk, edit-then-approve, and the audited policy update."""
 
@@ -10,6 +11,7 @@ from memory.services import Author, update_entry
 from reviews import services
 from reviews.models import AutonomyPolicy, PolicyChange, ProposalStatus
 from tests.factories import SessionFactory, make_entry, make_proposal
+from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 
