@@ -25,6 +25,7 @@ policy, but kept with their evidence for the record.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
@@ -223,7 +224,7 @@ def start_run(
         run = _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessions, agents)
         run_id = run.pk
         task = tasks.preview_run if dry_run else tasks.dispatch_run
-        transaction.on_commit(lambda: task.delay(run_id))
+        transaction.on_commit(lambda: _enqueue(task, run_id))
     if wait:
         run = wait_for(run, on_progress=on_progress, poll_seconds=poll_seconds)
     return run
@@ -414,13 +415,21 @@ def dispatch(run_id: int) -> list[list[int]]:
     return batches
 
 
+def _enqueue(task, *args) -> None:
+    """task.delay, or without a broker task.apply: the same code in this process (and no broker connection made)."""
+    if task.app.conf.task_always_eager:
+        task.apply(args=args)
+    else:
+        task.delay(*args)
+
+
 def _fan_out(run_id: int, batches: list[list[int]]) -> None:
     from celery import group
 
     from . import tasks
 
     if not batches:
-        tasks.finalize_run.delay(run_id)
+        _enqueue(tasks.finalize_run, run_id)
     elif tasks.analyze_sessions.app.conf.task_always_eager:
         for batch in batches:  # no broker: one after the other, here
             tasks.analyze_sessions.apply(args=[run_id, batch])
@@ -502,25 +511,21 @@ def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: boo
 
 
 def _save(run_id: int, team_id: int, results: list[dict]) -> None:
+    """Write a batch's results to the analyses still pending, and count only those (compare-and-set per row: a
+    redelivered copy of the batch running at the same time waits for the row lock, then finds the row done and
+    writes and counts nothing)."""
     if not results:
         return
     now = timezone.now()
-    counts = {"done": 0, "failed": 0, "tokens_input": 0, "tokens_output": 0}
     with rls.team_scope(team_id):
+        changed = _update_pending(results, now)
+        counts = {"done": 0, "failed": 0, "tokens_input": 0, "tokens_output": 0}
         for r in results:
-            changed = SessionAnalysis.objects.filter(pk=r["id"], status=AnalysisStatus.PENDING).update(
-                status=r["status"],
-                findings=r["findings"],
-                tokens_input=r["tokens_input"],
-                tokens_output=r["tokens_output"],
-                error=r["error"],
-                finished_at=now,
-            )
-            if changed:  # counted once, even when a redelivered task raced this one
+            if r["id"] in changed:
                 counts["done" if r["status"] == AnalysisStatus.DONE else "failed"] += 1
                 counts["tokens_input"] += r["tokens_input"]
                 counts["tokens_output"] += r["tokens_output"]
-        if any(counts.values()):
+        if changed:
             DreamRun.objects.filter(pk=run_id).update(
                 sessions_analysed=F("sessions_analysed") + counts["done"],
                 sessions_failed=F("sessions_failed") + counts["failed"],
@@ -535,6 +540,39 @@ def _save(run_id: int, team_id: int, results: list[dict]) -> None:
                 log.info("dream #%s: %s of %s sessions analysed, %s failed", run_id, analysed, selected, failed)
 
 
+def _update_pending(results: list[dict], now) -> set[int]:
+    """Set each result on its analysis row where the row is still pending; the ids of the rows changed."""
+    if connection.vendor != "postgresql":
+        changed = set()
+        for r in results:
+            if SessionAnalysis.objects.filter(pk=r["id"], status=AnalysisStatus.PENDING).update(
+                status=r["status"],
+                findings=r["findings"],
+                tokens_input=r["tokens_input"],
+                tokens_output=r["tokens_output"],
+                error=r["error"],
+                finished_at=now,
+            ):
+                changed.add(r["id"])
+        return changed
+    # One statement for the whole batch on PostgreSQL (a batch's 25 single-row updates cost ten times more).
+    table = connection.ops.quote_name(SessionAnalysis._meta.db_table)
+    values = ", ".join(["(%s::bigint, %s, %s::jsonb, %s::integer, %s::integer, %s)"] * len(results))
+    params: list = []
+    for r in results:
+        params += [r["id"], r["status"], json.dumps(r["findings"]), r["tokens_input"], r["tokens_output"], r["error"]]
+    # Only the table name and placeholders are formatted in; every value is a parameter.
+    sql = (
+        f"UPDATE {table} AS a SET status = v.status, findings = v.findings, tokens_input = v.ti, "  # noqa: S608
+        f"tokens_output = v.tout, error = v.error, finished_at = %s "
+        f"FROM (VALUES {values}) AS v(id, status, findings, ti, tout, error) "
+        f"WHERE a.id = v.id AND a.status = %s RETURNING a.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [now, *params, AnalysisStatus.PENDING])
+        return {row[0] for row in cursor.fetchall()}
+
+
 def maybe_finalize(run_id: int, team_id: int) -> bool:
     """Enqueue finalize_run once nothing is pending. Each batch checks after its own commit, so the last one to
     commit sees every other batch done; two that both see it enqueue two finalizes, and the compare-and-set in
@@ -546,7 +584,7 @@ def maybe_finalize(run_id: int, team_id: int) -> bool:
             return False
         if not DreamRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).exists():
             return False
-    tasks.finalize_run.delay(run_id)
+    _enqueue(tasks.finalize_run, run_id)
     return True
 
 
