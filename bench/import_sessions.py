@@ -233,7 +233,7 @@ def write_docs(results: dict, args, big_bytes: int) -> None:
     if SECTION in text:
         head, rest = text.split(SECTION, 1)
         nxt = rest.find("\n## ")
-        text = head + section + (rest[nxt + 1 :] if nxt != -1 else "")
+        text = head + section + ("\n" + rest[nxt + 1 :] if nxt != -1 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     docs.write_text(text)
