@@ -573,6 +573,27 @@ def _update_pending(results: list[dict], now) -> set[int]:
         return {row[0] for row in cursor.fetchall()}
 
 
+def fail_batch(run_id: int, session_ids: Sequence[int], error: str) -> None:
+    """Mark the batch's still-pending analyses failed with ``error`` and let the run go on to its end."""
+    info = _info(run_id)
+    if info is None:
+        return
+    with rls.team_scope(info.team_id):
+        ids = list(
+            SessionAnalysis.objects.filter(
+                run_id=run_id, session_id__in=list(session_ids), status=AnalysisStatus.PENDING
+            ).values_list("pk", flat=True)
+        )
+    results = [
+        {"id": pk, "status": AnalysisStatus.FAILED, "findings": [], "tokens_input": 0, "tokens_output": 0}
+        | {"error": error[:2000]}
+        for pk in ids
+    ]
+    _save(run_id, info.team_id, results)
+    if not info.dry_run:
+        maybe_finalize(run_id, info.team_id)
+
+
 def maybe_finalize(run_id: int, team_id: int) -> bool:
     """Enqueue finalize_run once nothing is pending. Each batch checks after its own commit, so the last one to
     commit sees every other batch done; two that both see it enqueue two finalizes, and the compare-and-set in

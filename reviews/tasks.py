@@ -51,6 +51,12 @@ def analyze_sessions(self, run_id: int, session_ids: list[int]) -> None:
             # In-process (no broker) there is no queue to come back through: wait a little here and go again.
             time.sleep(backoff(attempt, base=0.2, cap=10.0))
             attempt += 1
+        except Exception as exc:
+            # Not a session's error (those are saved per session) but the batch's own, e.g. a result that cannot be
+            # stored: its sessions fail with it, so the run still ends (partial) instead of waiting forever.
+            log.exception("dream #%s: a batch of %s sessions failed", run_id, len(session_ids))
+            dreams.fail_batch(run_id, session_ids, f"{type(exc).__name__}: {exc}")
+            return
 
 
 @shared_task(**TASK_OPTIONS)

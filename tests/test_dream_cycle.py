@@ -285,3 +285,13 @@ def test_findings_shape_from_fake_analyzer_reaches_aggregation(world, cycle, fak
     run = cycle(world.store_a, analyzer="notes")
     assert run.status == RunStatus.SUCCEEDED
     assert not MemoryVersion.objects.filter(author_run_id=run.pk).exists()  # manual policy: nothing applied
+
+
+def test_a_batch_that_cannot_be_stored_fails_its_sessions_and_the_run_still_ends(world, cycle, fake_analyzer):
+    SessionFactory(team=world.team_a, external_id="odd")
+    # A finding that cannot be stored as JSON: the batch fails, not the whole run forever.
+    fake_analyzer("odd", lambda doc, served=(): AnalysisResult(findings=[{"kind": "note", "bad": object()}]))
+    run = cycle(world.store_a, analyzer="odd")
+    assert run.status == RunStatus.FAILED
+    analysis = SessionAnalysis.objects.get(run=run)
+    assert analysis.status == AnalysisStatus.FAILED and "TypeError" in analysis.error
