@@ -173,10 +173,17 @@ def _recurs(count: int, sessions_analysed: int, min_sessions: int, min_share: fl
 # --- domain match and skill updates ----------------------------------------------------------------------------
 
 
-def _vocabulary(skill: dict) -> tuple[set[str], set[str]]:
-    head = terms(skill.get("name", "").replace("-", " ")) | terms(skill.get("description", ""))
+def _vocabulary(skill: dict, cache: dict | None = None) -> tuple[set[str], set[str]]:
+    """(head, body) terms of a skill; ``cache`` (keyed by name) saves recomputing them for every finding group."""
+    name = skill.get("name", "")
+    if cache is not None and name in cache:
+        return cache[name]
+    head = terms(name.replace("-", " ")) | terms(skill.get("description", ""))
     head |= {_stem(t.lower()) for t in skill.get("tags") or []}
-    return head, terms(skill.get("body", ""))
+    vocabulary = (head, terms(skill.get("body", "")))
+    if cache is not None:
+        cache[name] = vocabulary
+    return vocabulary
 
 
 def _finding_terms(group: dict) -> tuple[set[str], set[str]]:
@@ -194,7 +201,9 @@ def _score(found: set[str], head: set[str], body: set[str]) -> tuple[float, floa
     return (weight / len(found) if found else 0.0), weight, shared_head, shared_body
 
 
-def domain_match(group: dict, skills: Sequence[dict]) -> tuple[dict | None, float, list[str]]:
+def domain_match(
+    group: dict, skills: Sequence[dict], cache: dict | None = None
+) -> tuple[dict | None, float, list[str]]:
     """The skill whose domain the finding belongs to, its score and the shared terms (deterministic).
 
     score = weighted shared terms / the finding's terms; name/description/tag terms weigh 1, body-only terms 0.5;
@@ -207,7 +216,7 @@ def domain_match(group: dict, skills: Sequence[dict]) -> tuple[dict | None, floa
         return None, 0.0, []
     best: tuple | None = None
     for skill in skills:
-        head, body = _vocabulary(skill)
+        head, body = _vocabulary(skill, cache)
         for found in (core, everything):
             score, weight, shared_head, shared_body = _score(found, head, body)
             if not shared_head or weight < MIN_SHARED or score < MIN_SCORE:
@@ -297,6 +306,11 @@ def _update_drafts(
 ) -> list[dict]:
     by_skill: dict[str, list[tuple[dict, float, list[str]]]] = defaultdict(list)
     names = {s["name"]: s for s in skills}
+    vocabularies: dict = {}
+    head_index: dict[str, list[int]] = defaultdict(list)
+    for i, skill in enumerate(skills):
+        for term in _vocabulary(skill, vocabularies)[0]:
+            head_index[term].append(i)
     for g in groups:
         if g.get("kind") not in LESSON_KINDS or not (g.get("summary") or g.get("new")):
             continue
@@ -306,7 +320,10 @@ def _update_drafts(
             continue
         if not _recurs(len(g.get("sessions") or []), sessions_analysed, min_sessions, min_share):
             continue
-        skill, score, shared = domain_match(g, skills)
+        # Only skills sharing a name/description term can match (domain_match requires one): look them up.
+        _, everything = _finding_terms(g)
+        candidates = sorted({i for t in everything for i in head_index.get(t, ())})
+        skill, score, shared = domain_match(g, [skills[i] for i in candidates], vocabularies)
         if skill is None or _covered(skill.get("body", ""), g):
             continue
         by_skill[skill["name"]].append((g, score, shared))
