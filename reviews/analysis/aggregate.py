@@ -67,6 +67,7 @@ class Bucket:
     sig: str = ""
     said_new: tuple = ()
     said_old: frozenset = frozenset()
+    delta: tuple = ()  # (words only in old, words only in new) of a correction's two commands
     anchors: frozenset = frozenset()
     salient: frozenset = frozenset()
     location: str = ""
@@ -83,6 +84,9 @@ class Bucket:
         if fam == "pref":
             self.said_new = tuple(sorted(f.get("said_new") or nz.command_words(self.new) - nz.command_words(self.old)))
             self.said_old = frozenset(f.get("said_old") or nz.command_words(self.old) - nz.command_words(self.new))
+            wo, wn = nz.command_words(self.old), nz.command_words(self.new)
+            if wo != wn:
+                self.delta = (tuple(sorted(wo - wn)), tuple(sorted(wn - wo)))
         if fam == "note":
             text = f.get("summary") or ""
             self.anchors = nz.anchors(text)
@@ -95,7 +99,9 @@ class Bucket:
         if fam == "fix":
             return [("fix", self.new)]
         if fam == "pref":
-            return [("pref", self.said_new)]
+            # The user's words vary between sessions ("poetry" / "poetry add it" / none at all); the change the agent
+            # made in response does not.
+            return [("pref", self.said_new)] + ([("pref-d", self.delta)] if self.delta else [])
         if fam == "where":
             return [("where", self.location)] if self.location else []
         if fam == "note":
@@ -114,6 +120,8 @@ class Bucket:
                 nz.shingles(self.old), nz.shingles(other.old)
             ) >= 0.5
         if fam == "pref":
+            if self.delta and self.delta == other.delta:
+                return True
             return self.said_new == other.said_new and (
                 nz.overlap(self.said_old, other.said_old) >= 0.5 or not (self.said_old or other.said_old)
             )
@@ -579,8 +587,8 @@ def _aggregate(
         if c.family == "failure":
             isolated.append((c, "recurring failure, but no fix was seen"))
             continue
-        if c.family == "lookup" and (not many_agents or len(lookup_agents[c.leader.key]) > 1):
-            isolated.append((c, "routine lookup (made by several agents or no contrast)"))
+        if c.family == "lookup" and _routine_lookup(c, lookup_agents[c.leader.key], many_agents, k / n):
+            isolated.append((c, "routine lookup (made by several agents, a habit, or a project's front page)"))
             continue
         proposable.append(c)
     proposable = _merge_lookups(proposable)
@@ -601,6 +609,29 @@ def _aggregate(
     result.isolated = [_isolated_row(c, sessions, reason) for c, reason in isolated[:MAX_ISOLATED]]
     result.proposals.sort(key=lambda d: (-d.prevalence_sessions, d.operation, d.signature))
     return result
+
+
+# The front pages every agent opens to get its bearings: reading them again is orientation, not rediscovery.
+ORIENTATION = re.compile(
+    r"(?i)^(?:\./)?(?:readme|changelog|changes|history|contributing|license|licence|notice|authors|todo|fixme|xxx|"
+    r"hack|index)(?:\.[a-z]{1,8})?$"
+)
+LOOKUP_PROGRAMS = {"cat", "less", "more", "head", "tail", "bat", "grep", "egrep", "rg", "ag", "ack", "find", "fd", "ls"}
+
+
+def _routine_lookup(c: Cluster, agents: set, many_agents: bool, share: float) -> bool:
+    """A lookup is knowledge worth keeping only when it is distinctive: in a team of several agents, when one agent
+    keeps making it and no other does; with a single agent (no contrast), when it is neither a habit (more than half
+    of the sessions) nor a look at the project's front page (README, CHANGELOG, TODO ...)."""
+    if many_agents:
+        return len(agents) > 1
+    if share > 0.5:
+        return True
+    query = c.items[0][1].get("query") or ""
+    toks = [t.strip("'\"") for t in nz.command_tokens(query) if not t.startswith("-")]
+    if toks and toks[0].lower() in LOOKUP_PROGRAMS:
+        toks = toks[1:]
+    return not toks or all(ORIENTATION.match(t) for t in toks)
 
 
 def _finish(draft: ProposalDraft, index: MemoryIndex, store_kind: str, allowed) -> None:

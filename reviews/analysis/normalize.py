@@ -89,6 +89,20 @@ _FILE_EXTS = frozenset(
 )
 
 
+def url_anchor(url: str) -> str:
+    """A URL as a fact: without its web scheme, so that `https://x.example/drop` and a bare `x.example/drop` in
+    another wording of the same note are the same anchor."""
+    return re.sub(r"^https?://", "", url.lower()).rstrip("/")
+
+
+def is_web_anchor(anchor: str) -> bool:
+    """An anchor that names a place on the network (a URL or a host, with or without a path), not a file."""
+    if "://" in anchor:
+        return True
+    head = anchor.split("/", 1)[0]
+    return bool(HOST_RE.fullmatch(head)) and head.rsplit(".", 1)[-1] not in _FILE_EXTS and not head[0].isdigit()
+
+
 def _norm_num(n: str) -> str:
     if re.fullmatch(r"\d{1,3}(?:,\d{3})+", n):
         return n.replace(",", "")
@@ -101,7 +115,7 @@ def anchors(text: str) -> frozenset[str]:
     text = text or ""
     out: set[str] = set()
     for u in urls(text):
-        out.add(u.lower().rstrip("/"))
+        out.add(url_anchor(u))
     rest = URL_RE.sub(" ", text)
     for p in PATH_RE.findall(rest):
         p = p.strip(".")
@@ -273,18 +287,57 @@ def normalize_command(cmd: str) -> str:
     return s
 
 
+_CHAIN = re.compile(r"\s*(?:&&|\|\||;)\s*")
+
+
+def command_parts(cmd: str) -> list[str]:
+    """The commands of a chain: `nvm use 20 && npm ci` -> [`nvm use 20`, `npm ci`]."""
+    return [p for p in _CHAIN.split(collapse(cmd or "")) if p]
+
+
 def similar_commands(a: str, b: str) -> bool:
-    """Is b plausibly a corrected version of a (same program, or mostly the same text)?"""
+    """Is b plausibly a corrected version of a (same program, or mostly the same text, or a chain that runs a
+    preparatory step and then a or a variant of it)?"""
     na, nb = normalize_command(a), normalize_command(b)
     if not na or not nb or na == nb:
         return False
+    parts = command_parts(nb)
+    if len(parts) > 1 and any(p == na or _similar_single(na, p) for p in parts):
+        return True
+    return _similar_single(na, nb)
+
+
+# Programs that only run another one: `python setup.py test` and `python -m pytest` are different tools.
+_INTERPRETERS = re.compile(r"^(?:python[\d.]*|py|node|nodejs|deno|ruby|perl|php|bash|sh|zsh|npx|pnpx|bunx|java)$")
+
+
+def _script(cmd: str) -> str:
+    """What an interpreter runs: the script, the `-m` module or the `-jar` file; empty for other programs."""
+    toks = command_tokens(cmd)
+    while toks and (_ENV_ASSIGN.match(toks[0]) or toks[0] in ("sudo", "env", "time", "nohup", "exec", "command")):
+        toks = toks[1:]
+    if not toks or not _INTERPRETERS.match(toks[0].rsplit("/", 1)[-1].lower()):
+        return ""
+    rest = toks[1:]
+    for i, t in enumerate(rest):
+        if t in ("-m", "-jar", "-c") and i + 1 < len(rest):
+            return f"{t} {rest[i + 1]}".lower()
+        if not t.startswith("-"):
+            return t.lower()
+    return ""
+
+
+def _similar_single(na: str, nb: str) -> bool:
+    if na == nb:
+        return False
     pa, pb = program(na), program(nb)
-    if pa and pa == pb:
-        return True
-    # `./run-lab.sh` -> `bin/run-lab`, `python3.8` -> `python3`: the same tool under another name or place.
-    sa, sb = _program_stem(pa), _program_stem(pb)
-    if len(sa) >= 3 and sa == sb:
-        return True
+    if _script(na) == _script(nb):
+        if pa and pa == pb:
+            return True
+        # `./run-lab.sh` -> `bin/run-lab`, `python3.8` -> `python3`: the same tool under another name or place.
+        sa, sb = _program_stem(pa), _program_stem(pb)
+        if len(sa) >= 3 and sa == sb:
+            return True
     return jaccard(shingles(na), shingles(nb)) >= 0.4
 
 

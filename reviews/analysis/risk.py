@@ -38,6 +38,19 @@ CREDENTIAL_WORDS = re.compile(r"(?i)\b(?:key|token|secret|password|passwd|creden
 CONTEXT_TOKEN = re.compile(
     r"(?<![\w/.@:-])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{12,}(?![\w/.@-])"
 )
+# ... and so is a shorter word that mixes letters, digits and punctuation like a typed password (`Tr0ub4dor&3`).
+PASSWORD_TOKEN = re.compile(
+    r"(?<![^\s'\"`(\[])(?=[^\s'\"`]*\d)(?=[^\s'\"`]*[A-Za-z])(?=[^\s'\"`]*[!#$%&*+?^~|])[^\s'\"`]{8,}"
+    r"(?<![.,;:!?)\]])"
+)
+# Values after "password is" that describe the password rather than being it.
+_DESCRIPTIVE = frozenset(
+    """stored kept saved managed rotated shared handled available located required needed missing set unset none empty
+    blank wrong correct invalid valid expired same different changed secret hidden masked there here now also not
+    never only from via with in at on the a an our your their this that its provided configured defined listed
+    documented known unknown inside elsewhere attached below above""".split()  # noqa: SIM905
+)
+_PASSWORD_WORDS = re.compile(r"(?i)^(?:password|passwd|pwd|passphrase)$")
 
 
 def _entropy(s: str) -> float:
@@ -64,9 +77,13 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
         value = m.group("value")
         if value.startswith(REDACTED) or value.lower() in ("required", "needed", "missing", "set", "unset", "none"):
             continue
-        # "the token is stored in vault" is not a secret: require a value that is not an ordinary word.
+        # "the token is stored in vault" is not a secret: require a value that is not an ordinary word, except after
+        # a password word, where a plain word is the password ("the admin password is swordfish") unless it only
+        # describes it ("the password is rotated monthly").
         if value.isalpha() and value.islower():
-            continue
+            word = m.group(0).split()[0].rstrip(":=").lower()
+            if not _PASSWORD_WORDS.match(word) or value in _DESCRIPTIVE or value.endswith(("ed", "ing", "ly")):
+                continue
         spans.append(("credential", m.start("value"), m.end("value")))
     for m in LONG_TOKEN.finditer(text):
         if _looks_random(m.group(0)):
@@ -76,6 +93,11 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
             tok = m.group(0)
             if not re.fullmatch(r"[a-z]+(?:[-_][a-z0-9]+)*", tok) and _entropy(tok) >= 3.0:
                 spans.append(("credential", m.start(), m.end()))
+        for m in PASSWORD_TOKEN.finditer(text):
+            tok = m.group(0)
+            if "/" in tok or re.fullmatch(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", tok):
+                continue
+            spans.append(("credential", m.start(), m.end()))
     return spans
 
 

@@ -240,6 +240,27 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -
                 if not served.has_command(b.arg):
                     out.append(_finding_corrected(a, b, err, sig))
                 break
+        if not fixed and window:
+            # The very next action, of the same tool, is something else that worked (`yarn build` fails, then
+            # `npm run build`; `python setup.py test` fails, then `tox -e py311`): the agent replaced the failed step.
+            # Looking around (status, listings, reads, searches) is not a replacement. A weak signal on its own: only
+            # its recurrence across sessions makes it a lesson.
+            b = window[0]
+            if (
+                b.name == a.name
+                and not b.failed
+                and b.arg.strip()
+                and nz.normalize_command(b.arg) != norm
+                and not _inspection(b)
+                and (a.pos, b.pos) not in used
+            ):
+                fixed = True
+                used.add((a.pos, b.pos))
+                if not served.has_command(b.arg):
+                    f = _finding_corrected(a, b, err, sig)
+                    f["confidence"] = 0.5
+                    f["loose"] = True
+                    out.append(f)
         if not fixed:
             out.append(
                 make_finding(
@@ -256,6 +277,27 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -
                 )
             )
     return out
+
+
+INSPECT_PROGRAMS = {"pwd", "echo", "whoami", "env", "printenv", "date", "true", "clear", "history", "id", "hostname"}
+INSPECT_PROGRAMS |= {"uname", "which", "type", "man", "help", "df", "du", "ps", "top", "free", "stat", "file", "wc"}
+GIT_INSPECT = {"status", "log", "diff", "show", "branch", "remote", "rev-parse", "describe", "blame", "reflog"}
+
+
+def _inspection(a: Action) -> bool:
+    """An action that only looks around (and so cannot be what replaced a failed step)."""
+    if a.is_search or a.is_read or a.web:
+        return True
+    if not a.shell:
+        return False
+    toks = nz.command_tokens(a.arg)
+    rest = toks[1:]
+    p = a.program
+    if p in INSPECT_PROGRAMS or p in ("ls", "tree"):
+        return True
+    if p == "git" and rest and rest[0] in GIT_INSPECT:
+        return True
+    return bool(rest) and rest[0] in ("--version", "-v", "-V", "--help", "-h", "version", "help")
 
 
 def _finding_corrected(a: Action, b: Action, err: str, sig: str) -> dict:
@@ -292,7 +334,30 @@ def _finding_retry(a: Action, fix: Action, err: str, sig: str) -> dict:
 
 
 def _mentions(token: str, text_lower: str) -> bool:
-    return bool(re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text_lower))
+    """Does the message name this command word? `--squash` is named by "Squash, please."; a stop word ("not" in
+    `-m 'not network'`) names nothing."""
+    core = token.strip("-'\"`").lower()
+    if not core or core in nz.STOPWORDS or core.isdigit():
+        return False
+    return any(
+        re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", text_lower) for t in {token.lower(), core} if len(t) >= 2
+    )
+
+
+# A message that approves, or only asks, is not a correction unless it says what to do instead.
+APPROVAL = re.compile(
+    r"(?i)^\W*(?:looks good|lgtm|great|thanks|thank you|perfect|nice|cool|good|fine|ok|okay|sounds good|carry on|"
+    r"go ahead|continue|proceed)\b"
+)
+
+
+def _modified(a: Action, b: Action) -> bool:
+    """b is a changed version of a (same tool, mostly the same command or call)."""
+    if a.name != b.name:
+        return False
+    if a.shell:
+        return nz.similar_commands(a.arg, b.arg)
+    return nz.jaccard(nz.shingles(a.arg), nz.shingles(b.arg)) >= 0.4
 
 
 def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]]) -> list[dict]:
@@ -310,31 +375,50 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
         low = content.lower()
         said_old = sorted(t for t in old_only if _mentions(t, low))
         said_new = sorted(t for t in new_only if _mentions(t, low))
-        if not (said_old or said_new):
-            continue
-        # A cue ("not", "don't", "use", "prefer", ...) is needed, except in a short message that names the new choice
-        # ("Yarn, please."): right before the agent changes to exactly that, it is the correction.
-        short_naming_new = bool(said_new) and len(content) <= 80
-        if not (NEGATION.search(content) or (PREFERENCE.search(content) and said_new) or short_naming_new):
+        negation, preference = bool(NEGATION.search(content)), bool(PREFERENCE.search(content))
+        # A message that names what changed needs a cue ("not", "don't", "use", "prefer", ...), except a short one
+        # that names the new choice ("Yarn, please."): right before the agent changes to exactly that.
+        named = bool(said_old or said_new) and (
+            negation or (preference and bool(said_new)) or (bool(said_new) and len(content) <= 80)
+        )
+        # A message that names nothing the agent then changed ("Keep it offline.", "The cleaned table is the source
+        # of truth.") is still the correction when the agent's very next step is a changed version of the same call,
+        # or when it carries a cue, unless it only approves or asks.
+        unnamed = (
+            not named
+            and a.name == b.name
+            and not APPROVAL.search(content)
+            and not (content.rstrip().endswith("?") and not negation)
+            and (negation or preference or _modified(a, b))
+        )
+        if not (named or unnamed):
             continue
         old_key, new_key = said_old or sorted(old_only), said_new or sorted(new_only)
         if served.has_words(new_key) and served.has_words(old_key):
             continue
+        if served.has_command(b.text):
+            continue
         used.add((a.pos, b.pos))
-        fmt_new = ", ".join(f"`{t}`" for t in new_key) or f"`{b.text}`"
-        # Name the rejected choice in the user's words when they used any; else the command says it.
-        lesson = f"Use {fmt_new}, not {', '.join(f'`{t}`' for t in said_old)}" if said_old else f"Use {fmt_new}"
+        # Name the choices in the user's words when they used any; else the commands say it.
+        if said_new:
+            fmt_new = ", ".join(f"`{t}`" for t in said_new)
+            lesson = f"Use {fmt_new}, not {', '.join(f'`{t}`' for t in said_old)}" if said_old else f"Use {fmt_new}"
+            lesson += f": run `{b.text}` instead of `{a.text}`"
+        elif said_old:
+            lesson = f"Do not use {', '.join(f'`{t}`' for t in said_old)}: run `{b.text}` instead of `{a.text}`"
+        else:
+            lesson = f"Run `{b.text}` instead of `{a.text}`"
         out.append(
             make_finding(
                 "correction",
                 f"pref:{','.join(old_key)}=>{','.join(new_key)}",
-                f'{lesson}: run `{b.text}` instead of `{a.text}` (the user asked for this: "{trim(content, 140)}").',
+                f'{lesson} (the user asked for this: "{trim(content, 140)}").',
                 evidence=[
                     evidence(a.call_index, a.text, "agent"),
                     evidence(idx, content, "user"),
                     evidence(b.call_index, b.text, "agent"),
                 ],
-                confidence=0.75,
+                confidence=0.75 if named else 0.6,
                 old=a.text,
                 new=b.text,
                 said_old=old_key,
@@ -466,7 +550,7 @@ def _code_tokens(text: str) -> set[str]:
 def _source_output(note: str, actions: list[Action], before: int) -> Action | None:
     """The tool output (a fetched page above all) that the note repeats, if any: the same URL or host, the same
     quoted command or flag, or most of its words. A note that repeats tool output is no more trusted than it."""
-    strong = {x for x in nz.anchors(note) if not x.isdigit() and ("://" in x or nz.HOST_RE.fullmatch(x))}
+    strong = {x for x in nz.anchors(note) if not x.isdigit() and nz.is_web_anchor(x)}
     other = {x for x in nz.anchors(note) if not x.isdigit()} - strong
     code = _code_tokens(note)
     sal = nz.salient(note)
