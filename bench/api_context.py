@@ -1,0 +1,334 @@
+"""Benchmark: GET /api/v1/context/ under load, beside a trivial endpoint of the same app, and batch session ingest.
+
+Creates a scratch PostgreSQL database (as the owner role), migrates it, seeds 10,000 memory entries in one store,
+starts gunicorn on 127.0.0.1 as the application role (row-level security in force), and drives it with 50
+concurrent clients (httpx, one thread each). Phases alternate (ping, context, ping, context, ...) so both endpoints
+see the same machine state; medians over the rounds are reported. The database is dropped at the end.
+
+    .venv/bin/python bench/api_context.py [--entries 10000] [--clients 50] [--requests 3000] [--rounds 3]
+
+Environment: DATABASE_URL (app role) and DATABASE_OWNER_URL (owner role) of the PostgreSQL server; the bench
+database name is taken from --db (default dreamweb_bench_h4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_URL = os.environ.get("DATABASE_URL", "postgres://dreamweb_app:dreamweb_app@127.0.0.1:5432/dreamweb")
+OWNER_URL = os.environ.get("DATABASE_OWNER_URL", "postgres://dreamweb_owner:dreamweb_owner@127.0.0.1:5432/dreamweb")
+
+AGENTS = [f"agent-{i:02d}" for i in range(20)]
+TASKS = [f"task-{i:02d}" for i in range(10)]
+WORDS = """
+deploy release migration database index cache retry timeout token budget branch merge review lint test docker compose
+kubernetes secret rotate backup restore schema queue worker celery redis postgres latency throughput rollback feature
+flag canary incident alert dashboard metric log trace span http grpc proxy tls certificate dns bucket upload download
+parser config environment variable python django pytest ruff
+""".split()  # noqa: SIM905 - a word list reads better as text
+
+
+def with_db(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def admin(sql: str) -> None:
+    with psycopg.connect(OWNER_URL, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def seed(db: str, entries: int) -> str:
+    """Migrate as the owner, seed as the app role inside the system scope; returns a raw API key."""
+    env = {**os.environ, "DATABASE_URL": with_db(OWNER_URL, db), "DATABASE_OWNER_URL": ""}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    os.environ["DATABASE_URL"] = with_db(APP_URL, db)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dreamweb.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.utils import timezone
+
+    from dreamweb import rls
+    from dreamweb.models import AgentKey, Scope, Team
+    from memory.models import MemoryEntry, MemoryStore, MemoryVersion, content_hash
+
+    rng = random.Random(7)
+    with rls.system_scope():
+        team = Team.objects.create(slug="bench", name="Bench")
+        store = MemoryStore.objects.create(team=team, slug="main", agents_may_write=True)
+        now = timezone.now()
+        rows = []
+        for i in range(entries):
+            r = rng.random()
+            agent = rng.choice(AGENTS) if r < 0.3 else None
+            task = rng.choice(TASKS) if 0.2 < r < 0.45 else None
+            content = " ".join(sentence(rng, rng.randint(6, 30)) for _ in range(rng.randint(1, 4)))
+            rows.append(
+                MemoryEntry(
+                    team=team,
+                    store=store,
+                    key=f"lesson-{i:05d}",
+                    content=content,
+                    content_hash=content_hash(content),
+                    scope_agent=agent,
+                    scope_task=task,
+                    rating=rng.choice([0.0, 0.0, 0.0, 0.5, -0.5, 1.0]),
+                    rating_count=rng.randint(0, 5),
+                    updated_at=now - timedelta(days=rng.randint(0, 365)),
+                )
+            )
+        created = MemoryEntry.objects.bulk_create(rows, batch_size=1000)
+        MemoryVersion.objects.bulk_create(
+            [
+                MemoryVersion(
+                    team=team,
+                    entry=e,
+                    number=1,
+                    operation="create",
+                    key=e.key,
+                    content=e.content,
+                    content_hash=e.content_hash,
+                    author_kind="system",
+                )
+                for e in created
+            ],
+            batch_size=1000,
+        )
+        _, raw = AgentKey.generate(team=team, name="bench", scopes=[s.value for s in Scope], writable_stores=["*"])
+    from django.db import connection
+
+    connection.close()
+    with psycopg.connect(with_db(OWNER_URL, db), autocommit=True) as conn:
+        conn.execute("ANALYZE")
+    return raw
+
+
+def start_server(db: str, port: int, workers: int) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DATABASE_URL": with_db(APP_URL, db),
+        "CONN_MAX_AGE": "600",
+        "DREAMWEB_API_KEY_RATE": "100000000/min",
+        "LOG_LEVEL": "ERROR",
+    }
+    cmd = [
+        str(ROOT / ".venv" / "bin" / "gunicorn"),
+        "dreamweb.wsgi:application",
+        "-w",
+        str(workers),
+        "-b",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "warning",
+        "--backlog",
+        "2048",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.terminate()
+    raise SystemExit("gunicorn did not start")
+
+
+def load(base: str, headers: dict, make_request, total: int, clients: int) -> dict:
+    """``total`` requests from ``clients`` threads; returns latency percentiles (ms) and throughput."""
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    counter = iter(range(total))
+    counter_lock = threading.Lock()
+
+    def worker(seed_: int) -> None:
+        nonlocal errors
+        rng = random.Random(seed_)
+        mine: list[float] = []
+        bad = 0
+        with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+            while True:
+                with counter_lock:
+                    if next(counter, None) is None:
+                        break
+                method, path, kwargs = make_request(rng)
+                t0 = time.perf_counter()
+                r = client.request(method, path, **kwargs)
+                mine.append((time.perf_counter() - t0) * 1000)
+                if r.status_code >= 400:
+                    bad += 1
+        with lock:
+            latencies.extend(mine)
+            errors += bad
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    latencies.sort()
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "median_ms": statistics.median(latencies),
+        "p99_ms": latencies[int(0.99 * (len(latencies) - 1))],
+        "rps": len(latencies) / wall,
+    }
+
+
+def context_request(rng: random.Random):
+    params = {
+        "store": "main",
+        "agent": rng.choice(AGENTS),
+        "task": rng.choice(TASKS),
+        "query": " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 5))),
+        "max_items": 20,
+        "max_tokens": 2000,
+    }
+    return "GET", "/api/v1/context/", {"params": params}
+
+
+def ping_request(rng: random.Random):
+    return "GET", "/api/v1/ping/", {}
+
+
+def ingest(base: str, headers: dict, sessions: int, batch: int, clients: int) -> dict:
+    rng = random.Random(3)
+
+    def session(i: int) -> dict:
+        events = []
+        for j in range(20):
+            kind = j % 4
+            if kind == 0:
+                events.append({"type": "message", "role": "user", "content": sentence(rng, 12)})
+            elif kind == 1:
+                events.append({"type": "tool_call", "id": f"c{j}", "name": "bash", "arguments": {"cmd": "make test"}})
+            elif kind == 2:
+                events.append({"type": "tool_result", "call_id": f"c{j - 1}", "content": sentence(rng, 20)})
+            else:
+                events.append({"type": "message", "role": "assistant", "content": sentence(rng, 15)})
+        return {
+            "external_id": f"bench-{i:06d}",
+            "agent": rng.choice(AGENTS),
+            "task": rng.choice(TASKS),
+            "events": events,
+        }
+
+    batches = [[session(i) for i in range(s, min(s + batch, sessions))] for s in range(0, sessions, batch)]
+    queue = iter(batches)
+    lock = threading.Lock()
+    created = 0
+
+    def worker() -> None:
+        nonlocal created
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
+            while True:
+                with lock:
+                    body = next(queue, None)
+                if body is None:
+                    return
+                r = client.post("/api/v1/sessions/", json=body)
+                r.raise_for_status()
+                with lock:
+                    created += r.json()["created"]
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    return {
+        "sessions": sessions,
+        "created": created,
+        "batch": batch,
+        "clients": clients,
+        "sessions_per_s": sessions / wall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", default="dreamweb_bench_h4")
+    parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--requests", type=int, default=3000, help="requests per endpoint per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--port", type=int, default=8764)
+    parser.add_argument("--ingest-sessions", type=int, default=5000)
+    parser.add_argument("--keep-db", action="store_true")
+    args = parser.parse_args()
+
+    admin(f'DROP DATABASE IF EXISTS "{args.db}"')
+    admin(f'CREATE DATABASE "{args.db}"')
+    server = None
+    try:
+        t0 = time.perf_counter()
+        raw = seed(args.db, args.entries)
+        print(f"seeded {args.entries} entries in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        server = start_server(args.db, args.port, args.workers)
+        base = f"http://127.0.0.1:{args.port}"
+        headers = {"Authorization": f"Api-Key {raw}"}
+        load(base, headers, context_request, 300, 10)  # warm-up: connections, caches, plans
+        load(base, headers, ping_request, 300, 10)
+        rounds = {"ping": [], "context": []}
+        for n in range(args.rounds):
+            for name, make in (("ping", ping_request), ("context", context_request)):
+                result = load(base, headers, make, args.requests, args.clients)
+                rounds[name].append(result)
+                print(
+                    f"round {n + 1} {name}: {json.dumps({k: round(v, 2) for k, v in result.items()})}", file=sys.stderr
+                )
+        summary = {
+            name: {k: statistics.median(r[k] for r in results) for k in ("median_ms", "p99_ms", "rps")}
+            | {"errors": sum(r["errors"] for r in results)}
+            for name, results in rounds.items()
+        }
+        summary["throughput_ratio_context_vs_ping"] = summary["context"]["rps"] / summary["ping"]["rps"]
+        summary["ingest"] = ingest(base, headers, args.ingest_sessions, 100, 4)
+        summary["setup"] = {
+            "entries": args.entries,
+            "clients": args.clients,
+            "requests_per_round": args.requests,
+            "rounds": args.rounds,
+            "gunicorn_workers": args.workers,
+            "cpus": os.cpu_count(),
+        }
+        print(json.dumps(summary, indent=2))
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+        if not args.keep_db:
+            admin(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    main()
