@@ -283,16 +283,28 @@ def _most_common(texts: list[str]) -> str:
     return min(t for t, c in counts.items() if c == best)
 
 
+def _core_anchors(cluster: Cluster) -> frozenset:
+    """The facts most of the cluster's sessions state: an anchor only one wording adds ("not 8000 anymore" next to
+    "port 8080") is context, not the fact."""
+    per_anchor: Counter = Counter()
+    for _, f in cluster.items:
+        per_anchor.update(nz.anchors(f.get("summary") or ""))
+    total = len(cluster.items)
+    return frozenset(a for a, c in per_anchor.items() if c * 2 >= total)
+
+
 def _note_text(cluster: Cluster) -> str:
-    """The wording that keeps most of the cluster's facts; ties: the most frequent, then the shortest."""
+    """The wording that keeps the cluster's facts (and nothing only a few wordings add); ties: the most frequent,
+    then the shortest."""
     texts = [f.get("summary") or "" for _, f in cluster.items]
     counts = Counter(texts)
     word_counts = Counter(w for t in counts for w in nz.salient(t))
     core = {w for w, c in word_counts.items() if c >= max(1, len(counts) / 2)}
-    all_anchors = frozenset().union(*(nz.anchors(t) for t in counts)) if counts else frozenset()
+    facts = _core_anchors(cluster)
 
     def score(t: str):
-        return (len(nz.anchors(t) & all_anchors), len(nz.salient(t) & core), counts[t], -len(t), t)
+        anc = nz.anchors(t)
+        return (len(anc & facts), -len(anc - facts), len(nz.salient(t) & core), counts[t], -len(t), t)
 
     return max(counts, key=score) if counts else ""
 
@@ -640,9 +652,60 @@ def _finish(draft: ProposalDraft, index: MemoryIndex, store_kind: str, allowed) 
     redact_draft(draft)
 
 
-def _known_or_stale(c: Cluster, index: MemoryIndex, agent: str | None) -> tuple[str, Entry | None]:
-    """('known', entry) when memory (or a skill) already says it, ('stale', entry) when an entry says the opposite,
-    ('new', None) otherwise."""
+_CHAIN_WORDS = {"&&", "||", ";", "|"}
+
+
+def _delta_known(f: dict, index: MemoryIndex, agent: str | None) -> Entry | None:
+    """An entry that already names what the fix adds (`--offline` for `./gradlew assembleDebug --offline`), in the
+    fix's context: memory knows the lesson even if it never spells out this exact command."""
+    new, old = f.get("new") or "", f.get("old") or ""
+    added = [t for t in sorted(nz.command_words(new) - nz.command_words(old)) if t not in _CHAIN_WORDS]
+    # Everything the fix adds must be there, and something distinctive (a flag, a word, not just a number).
+    if not added or not any(re.search(r"[a-z]{3}", t) and t.strip("-") not in nz.STOPWORDS for t in added):
+        return None
+    context = nz.salient(f"{old} {new} {nz.error_line(f.get('error') or '')}") - {
+        w for t in added for w in nz.salient(t)
+    }
+    for e in index.mentioning(added[0]):
+        if _scope_ok(e, agent) and all(_words_re(t).search(e.lower) for t in added) and e.salient & context:
+            return e
+    return None
+
+
+def _version_sibling(new: str, index: MemoryIndex, agent: str | None) -> tuple[Entry, str, str] | None:
+    """An entry that runs the same command with another version or number (`nvm use 16` where the sessions needed
+    `nvm use 20`): (entry, its phrase, the phrase that works)."""
+    for part in nz.command_parts(new):
+        toks = nz.command_tokens(part)
+        i = next((j for j, t in enumerate(toks) if j >= 1 and re.search(r"\d", t)), None)
+        if i is None or i > 3:
+            continue
+        prefix = " ".join(toks[:i])
+        pat = re.compile(rf"(?<![\w-]){re.escape(prefix)}\s+([^\s`'\"]*\d[^\s`'\"]*?)[.,;:)]?(?=[\s`'\"]|$)", re.I)
+        for e in index.mentioning(prefix):
+            m = pat.search(e.content)
+            if m and _scope_ok(e, agent) and m.group(1).lower() != toks[i].lower():
+                return e, f"{prefix} {m.group(1)}", f"{prefix} {toks[i]}"
+    return None
+
+
+def _known_or_stale(c: Cluster, index: MemoryIndex, agent: str | None) -> tuple[str, Entry | None, tuple | None]:
+    """('known', entry, None) when memory (or a skill) already says it, ('stale', entry, swap) when an entry says the
+    opposite (swap: the entry's phrase and its replacement, when it is not the failed command itself),
+    ('new', None, None) otherwise."""
+    state, entry = _known_or_stale_entry(c, index, agent)
+    if state == "new" and c.family == "fix":
+        f = c.items[0][1]
+        hit = _delta_known(f, index, agent)
+        if hit is not None:
+            return "known", hit, None
+        sib = _version_sibling(f.get("new") or "", index, agent)
+        if sib is not None:
+            return "stale", sib[0], (sib[1], sib[2])
+    return state, entry, None
+
+
+def _known_or_stale_entry(c: Cluster, index: MemoryIndex, agent: str | None) -> tuple[str, Entry | None]:
     f = c.items[0][1]
     fam = c.family
     if fam in ("fix", "pref"):
@@ -701,7 +764,7 @@ def _known_or_stale(c: Cluster, index: MemoryIndex, agent: str | None) -> tuple[
 def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result) -> ProposalDraft | None:
     k = len(c.sessions)
     scope_agent, scope_task = _scope(c, sessions, agent_tasks)
-    state, entry = _known_or_stale(c, index, scope_agent)
+    state, entry, swap = _known_or_stale(c, index, scope_agent)
     evidence = _evidence(c, sessions)
     supporting = sorted({str(sessions[i].external_id) for i in c.sessions})
     if state == "known":
@@ -744,9 +807,9 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
         old, new = f.get("old") or "", f.get("new") or ""
         said_old, said_new = f.get("said_old") or [], f.get("said_new") or []
         if fam == "fix":
-            content = _rewrite(
-                entry.content, old, new, f"(`{old}` now fails: {trim(nz.error_line(f.get('error') or ''), 120)})"
-            )
+            err = trim(nz.error_line(f.get("error") or ""), 120)
+            why = f"(`{swap[0]}` no longer works: `{old}` then fails: {err})" if swap else f"(`{old}` now fails: {err})"
+            content = _rewrite(entry.content, *(swap or (old, new)), why)
         elif (
             fam == "pref" and len(said_old) == 1 and len(said_new) == 1 and _words_re(said_old[0]).search(entry.content)
         ):

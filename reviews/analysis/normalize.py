@@ -41,7 +41,7 @@ STOPWORDS = frozenset(
     make sure""".split()  # noqa: SIM905
 )
 
-_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ed", "es", "s")
+_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ed", "es", "ly", "s")
 
 
 @lru_cache(maxsize=65536)
