@@ -151,7 +151,7 @@ def session_detail(request, pk: int):
         .order_by("-created_at")[:50]
     )
     tool_calls = sum(1 for r in rows if r["type"] == "tool_call")
-    failures = sum(1 for r in rows if r.get("failed"))
+    failures = sum(1 for r in rows if r["type"] == "tool_result" and r.get("failed"))
     notes = sum(1 for r in rows if r["type"] == "memory_write")
     return render(
         request,

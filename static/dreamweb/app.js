@@ -139,11 +139,21 @@
       if (card) select(card, false);
     } else if (ev.target.matches && ev.target.matches("[data-card]") && document.body.contains(ev.target)) {
       select(ev.target, false);
-    } else {
+    } else if (current && !document.body.contains(current)) {
+      // The current card left the queue: its successor takes its place, so "a a a" walks down the queue.
       ensureCurrent();
     }
     updateSelected();
+    refillQueue();
   });
+
+  // When the last card of the page has been decided, ask the server for the list again: the next page's cards,
+  // or the empty state. (Without JavaScript every decision reloads the page anyway.)
+  function refillQueue() {
+    var list = document.getElementById("queue-list");
+    if (!list || !window.htmx || cards().length || list.querySelector(".empty")) return;
+    window.htmx.ajax("GET", window.location.pathname + window.location.search, { target: "#queue-list", swap: "outerHTML" });
+  }
   document.addEventListener("htmx:oobAfterSwap", function (ev) {
     if (ev.target && ev.target.id === "flash") fadeMessages(ev.target);
   });
