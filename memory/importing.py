@@ -1,9 +1,9 @@
 """Streaming import of session files (JSON Lines, one session of contracts/session.schema.json per line).
 
 The file is read line by line and stored in batches, so memory stays flat however long the file is: at most three
-batches of parsed sessions are held (see _Writer), and a line longer than the size limit is skipped in chunks without being held
-whole. Each batch is its own transaction in the team's row-level-security scope, so an interrupted import keeps
-what it stored, and a re-run skips it (idempotent on external_id).
+batches of parsed sessions are held (see _Writer), and a line longer than the size limit is skipped in chunks
+without being held whole. Each batch is its own transaction in the team's row-level-security scope, so an
+interrupted import keeps what it stored, and a re-run skips it (idempotent on external_id).
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def import_sessions(
                 reject(number, _json_error(exc))
                 continue
             try:
-                pending.append(validate_session(doc, size=size))
+                pending.append(validate_session(doc, size=size, raw=line))
             except SessionInvalid as exc:
                 reject(number, "; ".join(exc.errors))
                 continue

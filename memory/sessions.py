@@ -118,8 +118,28 @@ def _check_event(i: int, ev, errors: list[str]) -> None:
         _datetime(ev, "ts", errors, where=f"{at}.ts")
 
 
-def validate_session(doc, *, size: int | None = None) -> CleanSession:
-    """Check one session document; return the model fields or raise SessionInvalid / SessionTooLarge."""
+def _nul_at(value, path: str) -> str | None:
+    """Path of the first string (or object key) holding a NUL character: PostgreSQL text and jsonb refuse them."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str) and "\x00" in k:
+                return f"{path or 'session'} (a key)"
+            if found := _nul_at(v, f"{path}.{k}" if path else k):
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if found := _nul_at(v, f"{path}[{i}]"):
+                return found
+    return None
+
+
+def validate_session(doc, *, size: int | None = None, raw: bytes | None = None) -> CleanSession:
+    """Check one session document; return the model fields or raise SessionInvalid / SessionTooLarge.
+
+    ``raw``, the JSON text the document was parsed from, lets the NUL check be skipped when the text has no
+    ``\\u0000`` (strict JSON can carry NUL no other way)."""
     limit = settings.DREAMWEB_MAX_SESSION_BYTES
     if size is None:
         size = len(json.dumps(doc, separators=(",", ":")).encode()) if isinstance(doc, dict) else 0
@@ -161,6 +181,8 @@ def validate_session(doc, *, size: int | None = None) -> CleanSession:
             if len(errors) >= 20:
                 errors.append("... (more errors not shown)")
                 break
+    if not errors and (raw is None or b"\\u0000" in raw) and (where := _nul_at(doc, "")):
+        errors.append(f"{where}: must not contain NUL characters (\\u0000)")
     if errors:
         raise SessionInvalid(errors)
     extra = {k: v for k, v in doc.items() if k not in KNOWN_KEYS}

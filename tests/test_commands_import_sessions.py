@@ -91,18 +91,20 @@ def test_broken_lines_are_named_the_rest_is_imported_and_the_exit_status_is_1(ac
         "",  # blank lines are skipped, not rejected
         json.dumps(session("s5", events=[{"type": "message", "role": "user", "content": "x" * 3000}])),
         json.dumps(session("s6")),
+        json.dumps(session("s7", agent="nul\x00bot")),  # PostgreSQL cannot store NUL: refused, batch unharmed
     ]
     path = tmp_path / "broken.jsonl"
     path.write_text("\n".join(lines) + "\n")
     code, out, err = run_import(path)
     assert code == 1
-    assert out == "imported 2, unchanged 0, rejected 4\n"
+    assert out == "imported 2, unchanged 0, rejected 5\n"
     assert err.splitlines() == [
         "line 2: not valid JSON: Expecting value (column 32)",
         "line 3: agent: is required",
         "line 4: events[1].role: must be one of system, user, assistant (got 'robot'); "
         "events[2].role: must be one of system, user, assistant (got 'robot')",
         f"line 6: session is {len(lines[5])} bytes; the limit is 2000 bytes (DREAMWEB_MAX_SESSION_BYTES)",
+        "line 8: agent: must not contain NUL characters (\\u0000)",
     ]
     assert sorted(AgentSession.objects.filter(team=acme).values_list("external_id", flat=True)) == ["s1", "s6"]
 

@@ -1,5 +1,7 @@
 """Session validation names the exact field at fault, and ingest is idempotent on (team, external_id)."""
 
+import json
+
 import pytest
 
 from memory.models import AgentSession
@@ -145,3 +147,26 @@ def test_a_row_inserted_by_another_writer_meanwhile_is_reported_unchanged_not_cr
     inserted = _insert_ignoring_existing(team, [validate_session(good(external_id=e)) for e in ("raced", "new")], None)
     assert inserted == {"new"}
     assert AgentSession.objects.filter(team=team).count() == 2
+
+
+@pytest.mark.parametrize(
+    "over, expected",
+    [
+        ({"agent": "bot\x00"}, "agent: must not contain NUL characters (\\u0000)"),
+        ({"metadata": {"repo": {"branch": "ma\x00in"}}}, "metadata.repo.branch: must not contain NUL characters"),
+        ({"metadata": {"k\x00": 1}}, "metadata (a key): must not contain NUL characters"),
+    ],
+)
+def test_nul_characters_are_refused_with_their_path(over, expected):
+    # PostgreSQL text and jsonb cannot hold NUL: accepting one would fail the whole batch at insert time.
+    assert errors_of(good(**over))[0].startswith(expected)
+
+
+def test_nul_in_an_event_names_the_event_and_the_check_is_skipped_for_clean_raw_text():
+    doc = good()
+    doc["events"][2]["content"] = "binary\x00junk"
+    assert errors_of(doc) == ["events[2].content: must not contain NUL characters (\\u0000)"]
+    line = json.dumps(doc).encode()
+    assert b"\\u0000" in line
+    assert errors_of(doc, raw=line) == ["events[2].content: must not contain NUL characters (\\u0000)"]
+    validate_session(good(), raw=json.dumps(good()).encode())
