@@ -4,6 +4,7 @@ idempotent bulk ingest on (team, external_id)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -118,19 +119,27 @@ def _check_event(i: int, ev, errors: list[str]) -> None:
         _datetime(ev, "ts", errors, where=f"{at}.ts")
 
 
-def _nul_at(value, path: str) -> str | None:
-    """Path of the first string (or object key) holding a NUL character: PostgreSQL text and jsonb refuse them."""
+# Characters PostgreSQL text and jsonb cannot hold (NUL), and lone UTF-16 surrogates, which are not encodable as
+# UTF-8 at all (agents that cut a string in the middle of an emoji produce them). Either would fail a whole batch.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# Strict JSON can carry them only as escapes, so a line without these is clean and needs no walk over its strings.
+_UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def _unstorable_at(value, path: str) -> tuple[str, str] | None:
+    """(path, character) of the first string or object key holding an unstorable character."""
     if isinstance(value, str):
-        return path if "\x00" in value else None
+        found = _UNSTORABLE.search(value)
+        return (path, found.group()) if found else None
     if isinstance(value, dict):
         for k, v in value.items():
-            if isinstance(k, str) and "\x00" in k:
-                return f"{path or 'session'} (a key)"
-            if found := _nul_at(v, f"{path}.{k}" if path else k):
+            if isinstance(k, str) and (bad := _UNSTORABLE.search(k)):
+                return (f"{path or 'session'} (a key)", bad.group())
+            if found := _unstorable_at(v, f"{path}.{k}" if path else k):
                 return found
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            if found := _nul_at(v, f"{path}[{i}]"):
+            if found := _unstorable_at(v, f"{path}[{i}]"):
                 return found
     return None
 
@@ -138,8 +147,8 @@ def _nul_at(value, path: str) -> str | None:
 def validate_session(doc, *, size: int | None = None, raw: bytes | None = None) -> CleanSession:
     """Check one session document; return the model fields or raise SessionInvalid / SessionTooLarge.
 
-    ``raw``, the JSON text the document was parsed from, lets the NUL check be skipped when the text has no
-    ``\\u0000`` (strict JSON can carry NUL no other way)."""
+    ``raw``, the JSON text the document was parsed from, lets the check for unstorable characters (NUL, lone
+    surrogates) be skipped when the text has no escape that could carry one."""
     limit = settings.DREAMWEB_MAX_SESSION_BYTES
     if size is None:
         size = len(json.dumps(doc, separators=(",", ":")).encode()) if isinstance(doc, dict) else 0
@@ -181,8 +190,10 @@ def validate_session(doc, *, size: int | None = None, raw: bytes | None = None) 
             if len(errors) >= 20:
                 errors.append("... (more errors not shown)")
                 break
-    if not errors and (raw is None or b"\\u0000" in raw) and (where := _nul_at(doc, "")):
-        errors.append(f"{where}: must not contain NUL characters (\\u0000)")
+    if not errors and (raw is None or _UNSTORABLE_ESCAPE.search(raw)) and (bad := _unstorable_at(doc, "")):
+        where, char = bad
+        what = "NUL characters (\\u0000)" if char == "\x00" else f"an unpaired surrogate (\\u{ord(char):04x})"
+        errors.append(f"{where}: must not contain {what}")
     if errors:
         raise SessionInvalid(errors)
     extra = {k: v for k, v in doc.items() if k not in KNOWN_KEYS}

@@ -170,3 +170,12 @@ def test_nul_in_an_event_names_the_event_and_the_check_is_skipped_for_clean_raw_
     assert b"\\u0000" in line
     assert errors_of(doc, raw=line) == ["events[2].content: must not contain NUL characters (\\u0000)"]
     validate_session(good(), raw=json.dumps(good()).encode())
+
+
+def test_an_unpaired_surrogate_is_refused_but_escaped_emoji_are_fine():
+    cut = '{"external_id": "e", "agent": "a", "events": [{"type": "message", "role": "user", "content": "ok \\ud83d"}]}'
+    doc = json.loads(cut)  # what an agent that cut an emoji in half sends
+    assert errors_of(doc, raw=cut.encode()) == ["events[0].content: must not contain an unpaired surrogate (\\ud83d)"]
+    whole = json.dumps(good(agent="bot 😀"))  # ensure_ascii: the emoji travels as a valid surrogate pair
+    assert "\\ud83d\\ude00" in whole
+    assert validate_session(json.loads(whole), raw=whole.encode()).fields["agent"] == "bot 😀"
