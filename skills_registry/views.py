@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -81,7 +82,7 @@ def skill_reference(request, team: str, name: str, path: str):
     if folders.is_binary(value):
         # Never served inline: a reference could be HTML or SVG written by anyone.
         response = HttpResponse(folders.decode_reference(value), content_type="application/octet-stream")
-        response["Content-Disposition"] = f'attachment; filename="{path.rsplit("/", 1)[-1]}"'
+        response["Content-Disposition"] = content_disposition_header(True, path.rsplit("/", 1)[-1])
         response["X-Content-Type-Options"] = "nosniff"
         return response
     return render(request, "skills_registry/reference.html", {"skill": skill, "path": path, "text": value})
