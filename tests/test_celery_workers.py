@@ -220,7 +220,7 @@ def test_two_workers_share_a_cycle_and_a_killed_worker_changes_nothing(workers, 
     assert first["run"]["status"] == "succeeded" and first["run"]["sessions_analysed"] == n
     by_alpha, by_beta = len(workers.received("alpha")), len(workers.received("beta"))
     assert by_alpha > 0 and by_beta > 0, (by_alpha, by_beta)
-    assert by_alpha + by_beta == n // 25
+    assert len(set(workers.received("alpha")) | set(workers.received("beta"))) == n // 25  # 8 batches
     run1 = DreamRun.objects.get(pk=first["run"]["id"])
     _assert_nothing_twice(run1, n)
     assert first["proposals"]
