@@ -19,6 +19,7 @@ from .findings import AggregateResult, ProposalDraft, SessionFindings, signature
 from .risk import assess, redact, redact_draft
 
 MAX_LEADERS = 24  # leaders kept per candidate block
+MAX_MEMBERS = 4  # a cluster is not represented again in a block among its last few representatives
 MAX_EVIDENCE_PER_SESSION = 3
 MAX_ISOLATED = 500
 
@@ -167,27 +168,31 @@ def group(sessions: list[SessionFindings]) -> list[list[Bucket]]:
                 b = buckets[(fam, key)] = Bucket(fam, key)
             b.items.append((si, f))
     ordered = sorted(buckets.values(), key=lambda b: (-len(b.items), b.family, b.key))
-    leaders: dict[tuple, list[int]] = defaultdict(list)
+    # Per candidate block, up to MAX_LEADERS representatives (cluster index, bucket). A bucket that joins a cluster
+    # also represents it in its own blocks, so paraphrases chain ("FY begins Feb 1" ~ "fiscal year begins February
+    # 1st" ~ "fiscal year starts 1 February") while each bucket is still compared with a bounded number of others.
+    leaders: dict[tuple, list[tuple[int, Bucket]]] = defaultdict(list)
     clusters: list[list[Bucket]] = []
     for b in ordered:
         b.features()
         blocks = b.blocks()
         home = None
         for blk in blocks:
-            for ci in leaders.get(blk, ()):
-                if clusters[ci][0].similar(b):
+            for ci, rep in leaders.get(blk, ()):
+                if rep.similar(b):
                     home = ci
                     break
             if home is not None:
                 break
-        if home is not None:
+        if home is None:
+            clusters.append([b])
+            home = len(clusters) - 1
+        else:
             clusters[home].append(b)
-            continue
-        clusters.append([b])
         for blk in blocks:
             lst = leaders[blk]
-            if len(lst) < MAX_LEADERS:
-                lst.append(len(clusters) - 1)
+            if len(lst) < MAX_LEADERS and not any(ci == home for ci, _ in lst[-MAX_MEMBERS:]):
+                lst.append((home, b))
     return clusters
 
 

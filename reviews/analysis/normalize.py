@@ -44,14 +44,29 @@ STOPWORDS = frozenset(
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ed", "es", "ly", "s")
 
 
+# Short forms a paraphrase uses for the same word: months, weekdays, units.
+_ABBREVIATIONS = {
+    "jan": "january", "feb": "february", "mar": "march", "apr": "april", "jun": "june", "jul": "july",
+    "aug": "august", "sep": "september", "sept": "september", "oct": "october", "nov": "november",
+    "dec": "december", "mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday",
+    "thu": "thursday", "thur": "thursday", "thurs": "thursday", "fri": "friday", "sat": "saturday",
+    "sun": "sunday", "min": "minute", "mins": "minute", "sec": "second", "secs": "second", "hr": "hour",
+    "hrs": "hour", "approx": "approximately", "config": "configuration", "repo": "repository",
+}  # fmt: skip
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """Crude but stable: strip a common suffix, then keep six characters ("approval" ~ "approve" ~ "approved")."""
+    """Crude but stable: strip a common suffix and a final e, then keep six characters ("approval" ~ "approve" ~
+    "approved", "minute" ~ "minutes" ~ "min")."""
     w = word.lower().strip("'-_")
+    w = _ABBREVIATIONS.get(w, w)
     for suf in _SUFFIXES:
         if w.endswith(suf) and len(w) - len(suf) >= 4:
             w = w[: -len(suf)]
             break
+    if w.endswith("e") and len(w) >= 5:
+        w = w[:-1]
     return w[:6]
 
 
@@ -103,6 +118,19 @@ def is_web_anchor(anchor: str) -> bool:
     return bool(HOST_RE.fullmatch(head)) and head.rsplit(".", 1)[-1] not in _FILE_EXTS and not head[0].isdigit()
 
 
+_UNIT = re.compile(r"^(\d+(?:\.\d+)?)(?:st|nd|rd|th|ms|s|sec|m|min|mins|h|hr|hrs|d|w|k|kb|mb|gb|tb|pb|x|am|pm)$")
+
+
+def _norm_id(i: str) -> str:
+    """`2TB` ~ `2 TB`, `1st` ~ `1`, `15min` ~ `15 min`, `P1s` ~ `P1`: the number (or the id) is the fact."""
+    m = _UNIT.match(i)
+    if m:
+        return m.group(1)
+    if re.fullmatch(r"[a-z]+\d+s", i):
+        return i[:-1]
+    return i
+
+
 def _norm_num(n: str) -> str:
     if re.fullmatch(r"\d{1,3}(?:,\d{3})+", n):
         return n.replace(",", "")
@@ -126,7 +154,7 @@ def anchors(text: str) -> frozenset[str]:
         out.add(h)
     rest = HOST_RE.sub(" ", rest)
     for i in ID_RE.findall(rest):
-        out.add(i.lower())
+        out.add(_norm_id(i.lower()))
     rest = ID_RE.sub(" ", rest)
     for n in NUM_RE.findall(rest):
         out.add(_norm_num(n))

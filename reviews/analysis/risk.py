@@ -43,6 +43,19 @@ PASSWORD_TOKEN = re.compile(
     r"(?<![^\s'\"`(\[])(?=[^\s'\"`]*\d)(?=[^\s'\"`]*[A-Za-z])(?=[^\s'\"`]*[!#$%&*+?^~|])[^\s'\"`]{8,}"
     r"(?<![.,;:!?)\]])"
 )
+# `admin/Gr4fana!2026`, `loader / S3cret99`: a user name, a slash and a password-looking word.
+USER_PASS = re.compile(r"(?<![\w/.-])[A-Za-z][\w.-]{0,31}\s?/\s?(?P<pw>[^\s/'\"`]{6,})")
+
+
+def _password_like(word: str) -> bool:
+    """Letters and digits, and a symbol or mixed case; not a file name or a dotted name."""
+    if len(word) < 6 or "." in word or not re.search(r"\d", word) or not re.search(r"[A-Za-z]", word):
+        return False
+    return bool(re.search(r"[!#$%&*+?^~@|]", word)) or (
+        bool(re.search(r"[A-Z]", word)) and bool(re.search(r"[a-z]", word))
+    )
+
+
 # Values after "password is" that describe the password rather than being it.
 _DESCRIPTIVE = frozenset(
     """stored kept saved managed rotated shared handled available located required needed missing set unset none empty
@@ -63,7 +76,12 @@ def _looks_random(tok: str) -> bool:
     if tok.count("/") > 1 or tok.startswith(("http", "www")):
         return False
     classes = sum(bool(re.search(p, tok)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
-    return classes >= 3 and _entropy(tok) >= 3.8
+    if classes < 3 or _entropy(tok) < 3.8:
+        return False
+    # Words and numbers joined by separators (`NODE_OPTIONS=--max-old-space-size=8192`, `X-Api-Version=2024-01`)
+    # are settings, not keys: a key has at least one part that mixes cases and digits.
+    parts = [p for p in re.split(r"[-_=+/.]+", tok) if p]
+    return not all(re.fullmatch(r"[a-z]+|[A-Z]+|[A-Z][a-z]+|\d+", p) for p in parts)
 
 
 def find_secrets(text: str) -> list[tuple[str, int, int]]:
@@ -93,6 +111,10 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
             tok = m.group(0)
             if not re.fullmatch(r"[a-z]+(?:[-_][a-z0-9]+)*", tok) and _entropy(tok) >= 3.0:
                 spans.append(("credential", m.start(), m.end()))
+        for m in USER_PASS.finditer(text):
+            pw = m.group("pw").rstrip(".,;:!?)]")
+            if _password_like(pw):
+                spans.append(("credential", m.start("pw"), m.start("pw") + len(pw)))
         for m in PASSWORD_TOKEN.finditer(text):
             tok = m.group(0)
             if "/" in tok or re.fullmatch(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", tok):

@@ -55,6 +55,13 @@ NEGATION = re.compile(
     r"nope|quit|without)\b|n't\b"
 )
 PREFERENCE = re.compile(r"(?i)\b(?:use|using|prefer|preferred|switch|should|always|only|stick|go with|standard)\b")
+# A statement of how things are done here ("Everything goes through the chart now.", "The cleaned table is the source
+# of truth."): a correction even when it names neither command.
+CONVENTION = re.compile(
+    r"(?i)\b(?:we|our|here|now|anymore|these days|in this (?:repo|project|team|codebase)|everything|every|all|"
+    r"go(?:es)? through|source of truth|is the (?:one|way|standard)|from now on|moved|migrated|switched|deprecated|"
+    r"legacy|obsolete|outdated|retired|replaced)\b"
+)
 ONE_OFF = re.compile(r"(?i)\b(?:for this one only|just this (?:once|time)|only (?:for )?this time|this time only)\b")
 LOCATION_TRIM = re.compile(r"[:#]\d+(?::\d+)?$")
 
@@ -389,7 +396,9 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
             and a.name == b.name
             and not APPROVAL.search(content)
             and not (content.rstrip().endswith("?") and not negation)
-            and (negation or preference or _modified(a, b))
+            and (negation or preference or CONVENTION.search(content) or _modified(a, b))
+            and not _inspection(a)
+            and not _inspection(b)
         )
         if not (named or unnamed):
             continue
@@ -491,6 +500,10 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
             if not hit or b.failed:
                 continue
             consumed.update({a.pos, b.pos})
+            # A listing names entries relative to the listed directory (`ls support/` -> `escalation.md`); the
+            # agent's next step says where it really is (`cat support/escalation.md`).
+            full = next((t.strip("'\"") for t in nz.command_tokens(b.arg) if hit in t), hit)
+            hit = full if len(full) > len(hit) else hit
             if served.has_command(hit):
                 break
             line = _line_with(a.output, hit)
