@@ -483,8 +483,13 @@ def _merge_duplicates(index: MemoryIndex, n: int) -> list[ProposalDraft]:
                     continue
                 common = len(e.salient & o.salient)
                 same_anchor = bool(e.anchors) and bool(o.anchors) and anchors_compatible(e.anchors, o.anchors)
+                # Without anchors: mostly the same words, or one entry's words all in the other ("Never force-push
+                # to main." ~ "Force pushes to the main branch are forbidden.").
                 alike = (same_anchor and common >= 2 and nz.overlap(e.salient, o.salient) >= 0.5) or (
-                    not e.anchors and not o.anchors and common >= 3 and nz.jaccard(e.salient, o.salient) >= 0.7
+                    not e.anchors
+                    and not o.anchors
+                    and common >= 3
+                    and (nz.jaccard(e.salient, o.salient) >= 0.7 or nz.overlap(e.salient, o.salient) >= 0.9)
                 )
                 if alike:
                     parent[find(i)] = find(j)
@@ -738,8 +743,6 @@ def _known_or_stale_entry(c: Cluster, index: MemoryIndex, agent: str | None) -> 
         if stale:
             return "stale", stale[0]
         return "new", None
-    text = _note_text(c) if fam == "note" else (f.get("summary") or "")
-    anc, sal = nz.anchors(text), nz.salient(text)
     if fam in ("where", "lookup"):
         loc = f.get("location") or f.get("query") or ""
         hits = [e for e in index.mentioning(loc) if _scope_ok(e, agent)]
@@ -748,22 +751,31 @@ def _known_or_stale_entry(c: Cluster, index: MemoryIndex, agent: str | None) -> 
         if index.skill_mentions(loc):
             return "known", None
         return "new", None
-    for e in index.candidates(anc | sal):
-        if not _scope_ok(e, agent):
-            continue
-        common = len(sal & e.salient)
-        if anc <= e.anchors and (not anc or common >= 2) and nz.containment(sal, e.salient) >= 0.6:
-            return "known", e
-        # Same topic, different concrete facts (a changed number, host or path): the entry is out of date.
-        if (
-            common >= 3
-            and nz.overlap(sal, e.salient) >= 0.6
-            and anc
-            and e.anchors
-            and not anchors_compatible(anc, e.anchors)
-        ):
-            return "stale", e
-    return "new", None
+    # Each of the most common wordings (a few): one may share the entry's words where the chosen one does not.
+    if fam == "note":
+        texts = [_note_text(c)] + [t for t, _ in Counter(x.get("summary") or "" for _, x in c.items).most_common(4)]
+    else:
+        texts = [f.get("summary") or ""]
+    stale = None
+    for text in dict.fromkeys(texts):
+        anc, sal = nz.anchors(text), nz.salient(text)
+        for e in index.candidates(anc | sal):
+            if not _scope_ok(e, agent):
+                continue
+            common = len(sal & e.salient)
+            if anc <= e.anchors and (not anc or common >= 2) and nz.containment(sal, e.salient) >= 0.6:
+                return "known", e
+            # Same topic, different concrete facts (a changed number, host or path): the entry is out of date.
+            if (
+                stale is None
+                and common >= 3
+                and nz.overlap(sal, e.salient) >= 0.6
+                and anc
+                and e.anchors
+                and not anchors_compatible(anc, e.anchors)
+            ):
+                stale = e
+    return ("stale", stale) if stale is not None else ("new", None)
 
 
 def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result) -> ProposalDraft | None:

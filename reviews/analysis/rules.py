@@ -352,6 +352,8 @@ def _mentions(token: str, text_lower: str) -> bool:
 
 
 # A message that approves, or only asks, is not a correction unless it says what to do instead.
+# A message that moves on to the next step ("Now deploy it.", "Also run the linter.") is not a correction either.
+FOLLOW_UP = re.compile(r"(?i)^\W*(?:now|next|then|also|and|after that|afterwards|finally|once|when)\b")
 APPROVAL = re.compile(
     r"(?i)^\W*(?:looks good|lgtm|great|thanks|thank you|perfect|nice|cool|good|fine|ok|okay|sounds good|carry on|"
     r"go ahead|continue|proceed)\b"
@@ -388,18 +390,20 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
         named = bool(said_old or said_new) and (
             negation or (preference and bool(said_new)) or (bool(said_new) and len(content) <= 80)
         )
-        # A message that names nothing the agent then changed ("Keep it offline.", "The cleaned table is the source
-        # of truth.") is still the correction when the agent's very next step is a changed version of the same call,
-        # or when it carries a cue, unless it only approves or asks.
+        # A message that names nothing the agent then changed ("Keep it offline.", "Rotate through the script.",
+        # "The cleaned table is the source of truth.") is still the correction when the agent's very next step
+        # replaces its last one with another of the same tool, unless the message only approves, asks or moves on.
+        # (One such session proves nothing; the same replacement after a user's word in several sessions does.)
         unnamed = (
             not named
             and a.name == b.name
             and not APPROVAL.search(content)
+            and not FOLLOW_UP.search(content)
             and not (content.rstrip().endswith("?") and not negation)
-            and (negation or preference or CONVENTION.search(content) or _modified(a, b))
             and not _inspection(a)
             and not _inspection(b)
         )
+        cued = negation or preference or bool(CONVENTION.search(content)) or _modified(a, b)
         if not (named or unnamed):
             continue
         old_key, new_key = said_old or sorted(old_only), said_new or sorted(new_only)
@@ -427,7 +431,7 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
                     evidence(idx, content, "user"),
                     evidence(b.call_index, b.text, "agent"),
                 ],
-                confidence=0.75 if named else 0.6,
+                confidence=0.75 if named else (0.6 if cued else 0.5),
                 old=a.text,
                 new=b.text,
                 said_old=old_key,
