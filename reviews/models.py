@@ -241,6 +241,10 @@ class Proposal(models.Model):
         ]
         indexes = [
             models.Index(fields=["team", "status", "-prevalence_sessions"], name="proposal_queue"),
+            # The queue's other sort orders and its "decided in the last 7 days" counters (bench/review_queue.py).
+            models.Index(fields=["team", "status", "-confidence"], name="proposal_queue_confidence"),
+            models.Index(fields=["team", "status", "created_at"], name="proposal_queue_age"),
+            models.Index(fields=["team", "decided_at"], name="proposal_decided"),
             models.Index(fields=["store", "signature"], name="proposal_store_signature"),
         ]
 

@@ -5,9 +5,11 @@ the personas (alice reviews A, victor views A, adam administers A, bob reviews B
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from memory.models import MemoryEntry, MemoryVersion
 from memory.services import Author, update_entry
@@ -76,7 +78,7 @@ def test_card_shows_diff_against_current_text_prevalence_and_evidence(client, wo
     assert "<del>deploy</del><ins>release</ins>" in html
     assert "4 of 10 sessions (40 %)" in html
     assert "Medium risk" in html and "changes a command" in html
-    link = reverse("memory:session", args=[session.pk]) + "?event=1&amp;mark=make%20release#event-1"
+    link = reverse("memory:session", args=[session.pk]) + "?event=1&amp;mark=make+release#event-1"
     assert link in html
     assert "<mark>make release</mark>" in html
     assert f'id="card-{proposal.pk}"' in html
@@ -158,13 +160,17 @@ def test_counters_count_pending_by_risk_and_decided_by_status(client, world):
     make_proposal(world.store_a, content="1", risk="low")
     make_proposal(world.store_a, content="2", risk="high")
     p = make_proposal(world.store_a, content="3", risk="high")
-    p.status = ProposalStatus.APPLIED
+    p.status, p.decided_at = ProposalStatus.APPLIED, timezone.now()
     p.save()
+    old = make_proposal(world.store_a, content="4", risk="low")
+    old.status, old.decided_at = ProposalStatus.REJECTED, timezone.now() - timedelta(days=8)
+    old.save()
     make_proposal(world.store_b, content="other team", risk="high")
     html = login(client, world.alice).get(reverse("reviews:queue")).content.decode()
     assert '<strong data-count="pending">2</strong>' in html
     assert '<strong data-count="high">1</strong>' in html
     assert '<strong data-count="applied">1</strong>' in html
+    assert '<strong data-count="rejected">0</strong>' in html  # decided more than 7 days ago
 
 
 def test_viewer_sees_the_queue_without_decision_buttons(client, world):

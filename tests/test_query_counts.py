@@ -96,9 +96,9 @@ def test_queue_query_count_baseline(client, world):
     with CaptureQueriesContext(connection) as ctx:
         assert client.get(reverse("reviews:queue")).status_code == 200
     queries = _data_queries(ctx.captured_queries)
-    # session, user, memberships (middleware), memberships (header and page), stores, kinds, agents, page count,
-    # page, evidence, target entries, counters.
-    assert len(queries) == 12, "\n".join(q[:120] for q in queries)
+    # session, user, memberships (middleware), memberships (header and page), stores, facets (filter choices,
+    # risk counters and the page count in one grouped scan), page, evidence, target entries, recent decisions.
+    assert len(queries) == 10, "\n".join(q[:120] for q in queries)
 
 
 def _entries(store, n: int) -> None:

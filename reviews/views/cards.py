@@ -8,8 +8,10 @@ page of 10 does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 from django.db.models import Prefetch
+from django.urls import reverse
 
 from memory.models import MemoryEntry
 
@@ -111,10 +113,20 @@ def _target_view(proposal: Proposal, position: int, key: str, memory: dict, skil
     return view
 
 
+def _viewer_url(base: str, ev: ProposalEvidence) -> str:
+    """The session viewer at the evidence's event, with its excerpt to highlight (see memory.views.sessions)."""
+    query = urlencode({"event": ev.event_index, "mark": ev.excerpt[:300]})
+    return f"{base.replace('/0/', f'/{ev.session_id}/')}?{query}#event-{ev.event_index}"
+
+
 def decorate(proposals: list[Proposal]) -> list[Proposal]:
     """Attach ``card_targets`` (each target's current text and the diff against it) and ``card_segments``."""
     memory, skills = _current_memory(proposals), _current_skills(proposals)
+    # One reverse() for every evidence link of the page (a page has up to a few hundred).
+    session_base = reverse("memory:session", args=[0])
     for p in proposals:
+        for ev in p.evidence.all():
+            ev.viewer_url = _viewer_url(session_base, ev)
         p.card_targets = [_target_view(p, i, key, memory, skills) for i, key in enumerate(p.targets or [])]
         p.card_segments = diffs.only_added(p.content) if p.operation == ProposalOperation.ADD else []
         p.card_kind = (p.kind or "").replace("_", " ")

@@ -3,13 +3,15 @@ the counters, and every link and form also works as a plain page."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from urllib.parse import urlencode, urlsplit
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import QueryDict
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
@@ -41,21 +43,52 @@ def filtered(queryset, f: dict):
     return queryset
 
 
-def counts(user, team, store_id=None) -> dict:
-    """Pending cards per risk and decided cards per status, in one query (the live counters)."""
-    base = Proposal.objects.for_user(user).filter(team=team)
+RECENT = timedelta(days=7)
+
+
+def facets(user, team, store_id=None) -> list[dict]:
+    """Pending cards grouped by operation, kind, agent scope and risk: one scan gives the filter choices, the
+    risk counters and the total for any combination of filters (no COUNT per question)."""
+    pending = Proposal.objects.for_user(user).filter(team=team).pending()
     if store_id:
-        base = base.filter(store_id=store_id)
-    pending = Q(status=ProposalStatus.PENDING)
-    return base.aggregate(
-        pending=Count("id", filter=pending),
-        low=Count("id", filter=pending & Q(risk=Risk.LOW)),
-        medium=Count("id", filter=pending & Q(risk=Risk.MEDIUM)),
-        high=Count("id", filter=pending & Q(risk=Risk.HIGH)),
-        applied=Count("id", filter=Q(status=ProposalStatus.APPLIED)),
-        rejected=Count("id", filter=Q(status=ProposalStatus.REJECTED)),
-        conflict=Count("id", filter=Q(status=ProposalStatus.CONFLICT)),
-    )
+        pending = pending.filter(store_id=store_id)
+    return list(pending.order_by().values("operation", "kind", "scope_agent", "risk").annotate(n=Count("id")))
+
+
+def _matches(row: dict, f: dict) -> bool:
+    if f.get("agent") == "_none" and row["scope_agent"] is not None:
+        return False
+    if f.get("agent") and f["agent"] != "_none" and row["scope_agent"] != f["agent"]:
+        return False
+    return all(not f.get(name) or row[name] == f[name] for name in ("operation", "kind", "risk"))
+
+
+def counts(user, team, store_id=None, rows: list[dict] | None = None) -> dict:
+    """The live counters: pending cards per risk, and cards decided in the last seven days per outcome."""
+    rows = facets(user, team, store_id) if rows is None else rows
+    result = {"pending": 0, **dict.fromkeys(Risk.values, 0)}
+    for row in rows:
+        result["pending"] += row["n"]
+        result[row["risk"]] = result.get(row["risk"], 0) + row["n"]
+    decided = Proposal.objects.for_user(user).filter(team=team, decided_at__gte=timezone.now() - RECENT)
+    if store_id:
+        decided = decided.filter(store_id=store_id)
+    by_status = dict(decided.order_by().values_list("status").annotate(n=Count("id")))
+    for status in (ProposalStatus.APPLIED, ProposalStatus.REJECTED, ProposalStatus.CONFLICT):
+        result[status] = by_status.get(status, 0)
+    return result
+
+
+class CountedPaginator(Paginator):
+    """A paginator told its count (from the facets) instead of asking the database again."""
+
+    def __init__(self, object_list, per_page, *, count: int):
+        super().__init__(object_list, per_page)
+        self.known_count = count
+
+    @property
+    def count(self) -> int:
+        return self.known_count
 
 
 def store_from_next(next_url: str):
@@ -67,10 +100,10 @@ def store_from_next(next_url: str):
         return None
 
 
-def counters_context(request, team, store_id=None) -> dict:
+def counters_context(request, team, store_id=None, rows: list[dict] | None = None) -> dict:
     base = {"store": store_id} if store_id else {}
     return {
-        "counts": counts(request.user, team, store_id),
+        "counts": counts(request.user, team, store_id, rows),
         "risk_links": {r: "?" + urlencode({**base, "risk": r}) for r in Risk.values},
         "counts_store": store_id,
     }
@@ -83,15 +116,17 @@ def queue(request):
     membership = current_team_or_404(request)
     team = membership.team
     stores = list(MemoryStore.objects.for_user(request.user).filter(team=team).order_by("slug"))
-    pending = Proposal.objects.for_user(request.user).filter(team=team).pending()
-    kinds = pending.exclude(kind="").order_by("kind").values_list("kind", flat=True).distinct()
-    agents = (
-        pending.exclude(scope_agent__isnull=True).order_by("scope_agent").values_list("scope_agent", flat=True)
-    ).distinct()
-    form = QueueFilterForm(request.GET, stores=stores, kinds=list(kinds), agents=list(agents))
+    # The store filter first: the other filters' choices and every count are about the chosen store.
+    store_id = QueueFilterForm(request.GET, stores=stores, kinds=[], agents=[]).filters().get("store")
+    rows = facets(request.user, team, store_id)
+    kinds = sorted({r["kind"] for r in rows if r["kind"]})
+    agents = sorted({r["scope_agent"] for r in rows if r["scope_agent"]})
+    form = QueueFilterForm(request.GET, stores=stores, kinds=kinds, agents=agents)
     f = form.filters()
+    pending = Proposal.objects.for_user(request.user).filter(team=team).pending()
     ordered = filtered(pending, f).order_by(*SORTS[f["sort"]][1])
-    page = Paginator(cards.with_card_data(ordered), f["per"]).get_page(request.GET.get("page"))
+    total = sum(r["n"] for r in rows if _matches(r, f))
+    page = CountedPaginator(cards.with_card_data(ordered), f["per"], count=total).get_page(request.GET.get("page"))
     defaults = {"sort": "prevalence", "per": PER_PAGE}
     keep = {k: v for k, v in f.items() if v and defaults.get(k) != v}
     context = {
@@ -104,7 +139,7 @@ def queue(request):
         "can_decide": membership.allows(Role.REVIEWER),
         "team": team,
         "stores": stores,
-        **counters_context(request, team, f.get("store")),
+        **counters_context(request, team, f.get("store"), rows),
     }
     if request.htmx and not request.htmx.boosted:
         # Paging, filters and bulk decisions swap the list; counters and messages ride along out of band.

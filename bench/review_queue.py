@@ -1,0 +1,222 @@
+"""Benchmark: the review queue page with 10,000 pending proposals, and the approve round trip.
+
+Creates a scratch PostgreSQL database (as the owner role), migrates it, seeds one team with 10,000 pending
+proposals (three evidence rows each, a quarter of them updates of existing entries) and drives the pages in-process
+with the Django test client as the application role (row-level security in force, the full middleware stack):
+server time, without the network. Medians of several requests after warm-up. The database is dropped at the end.
+
+    .venv/bin/python bench/review_queue.py [--proposals 10000] [--requests 15] [--approvals 30]
+
+Environment: DATABASE_URL (app role) and DATABASE_OWNER_URL (owner role) of the PostgreSQL server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_URL = os.environ.get("DATABASE_URL", "postgres://dreamweb_app:dreamweb_app@127.0.0.1:5432/dreamweb")
+OWNER_URL = os.environ.get("DATABASE_OWNER_URL", "postgres://dreamweb_owner:dreamweb_owner@127.0.0.1:5432/dreamweb")
+WORDS = """
+deploy release migration database index cache retry timeout token budget branch merge review lint test docker compose
+secret rotate backup restore schema queue worker celery redis postgres latency rollback feature flag canary incident
+""".split()  # noqa: SIM905 - a word list reads better as text
+
+
+def with_db(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path="/" + name))
+
+
+def admin(sql: str) -> None:
+    with psycopg.connect(OWNER_URL, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def setup_django(db: str) -> None:
+    env = {**os.environ, "DATABASE_URL": with_db(OWNER_URL, db), "DATABASE_OWNER_URL": ""}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    os.environ["DATABASE_URL"] = with_db(APP_URL, db)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dreamweb.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
+def seed(n: int):
+    from django.contrib.auth import get_user_model
+
+    from dreamweb import rls
+    from dreamweb.models import Membership, Team
+    from memory.models import AgentSession, MemoryEntry, MemoryStore, content_hash
+    from reviews.models import Proposal, ProposalEvidence
+
+    rng = random.Random(11)
+    with rls.system_scope():
+        team = Team.objects.create(slug="bench", name="Bench")
+        store = MemoryStore.objects.create(team=team, slug="main", name="Main")
+        user = get_user_model().objects.create_user("reviewer", password="x")
+        Membership.objects.create(team=team, user=user, role="reviewer")
+        sessions = AgentSession.objects.bulk_create(
+            AgentSession(
+                team=team,
+                external_id=f"s-{i:05d}",
+                agent=f"agent-{i % 12}",
+                task="t",
+                events=[{"type": "message", "role": "user", "content": sentence(rng, 40)}] * 20,
+                event_count=20,
+            )
+            for i in range(300)
+        )
+        updates = n // 4
+        entries = MemoryEntry.objects.bulk_create(
+            MemoryEntry(
+                team=team,
+                store=store,
+                key=f"entry-{i:05d}",
+                content=(text := sentence(rng, 25)),
+                content_hash=content_hash(text),
+            )
+            for i in range(updates)
+        )
+        proposals = []
+        for i in range(n):
+            is_update = i < updates
+            entry = entries[i] if is_update else None
+            proposals.append(
+                Proposal(
+                    team=team,
+                    store=store,
+                    operation="update" if is_update else "add",
+                    targets=[entry.key] if entry else [],
+                    target_hashes={entry.key: entry.content_hash} if entry else {},
+                    content=sentence(rng, 25),
+                    key_hint="" if entry else f"new-{i}",
+                    kind=rng.choice(["corrected_command", "preference", "tool_failure", "rediscovered_knowledge"]),
+                    rationale=sentence(rng, 20),
+                    prevalence_sessions=rng.randint(3, 60),
+                    prevalence_of=60,
+                    confidence=rng.random(),
+                    risk=rng.choice(["low", "low", "medium", "high"]),
+                    scope_agent=rng.choice([None, None, f"agent-{i % 12}"]),
+                    signature=f"sig-{i}",
+                )
+            )
+        proposals = Proposal.objects.bulk_create(proposals, batch_size=2000)
+        ProposalEvidence.objects.bulk_create(
+            (
+                ProposalEvidence(
+                    team=team,
+                    proposal=p,
+                    session=sessions[(p.pk * 7 + k) % len(sessions)],
+                    event_index=k,
+                    excerpt=sentence(rng, 12),
+                    trust="tool",
+                )
+                for p in proposals
+                for k in range(3)
+            ),
+            batch_size=5000,
+        )
+    return user, proposals
+
+
+def vacuum_analyze(db: str) -> None:
+    """What autovacuum does on a live system: statistics and the visibility map (only the owner may run it)."""
+    with psycopg.connect(with_db(OWNER_URL, db), autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
+def median_ms(fn, requests: int, warmup: int = 3) -> tuple[float, float]:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(requests):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.9) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--proposals", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=15)
+    parser.add_argument("--approvals", type=int, default=30)
+    parser.add_argument("--db", default="dreamweb_bench_h3")
+    args = parser.parse_args()
+
+    admin(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+    admin(f'CREATE DATABASE "{args.db}"')
+    try:
+        setup_django(args.db)
+        t0 = time.perf_counter()
+        user, proposals = seed(args.proposals)
+        vacuum_analyze(args.db)
+        print(f"seeded {len(proposals)} pending proposals in {time.perf_counter() - t0:.1f} s")
+
+        from django.test import Client
+
+        client = Client()
+        client.force_login(user)
+
+        def get(params=None, **headers):
+            def run():
+                response = client.get("/reviews/", params or {}, **headers)
+                assert response.status_code == 200, response.status_code
+                assert b'id="card-' in response.content
+
+            return run
+
+        rows = []
+        for label, params, headers in [
+            ("queue, first page (most sessions)", {}, {}),
+            ("queue, sorted by confidence", {"sort": "confidence"}, {}),
+            ("queue, high risk of one agent scope", {"risk": "high", "agent": "agent-3"}, {}),
+            ("queue, page 200 (htmx partial)", {"page": 200}, {"HTTP_HX_REQUEST": "true"}),
+            ("queue, 100 cards per page", {"per": 100}, {}),
+        ]:
+            med, p90 = median_ms(get(params, **headers), args.requests)
+            rows.append((label, med, p90))
+
+        # Approve round trip: POST with htmx, the service applies (one entry version), counters re-computed.
+        pool = [p for p in proposals if p.operation == "update"][: args.approvals // 2]
+        pool += [p for p in proposals if p.operation == "add"][: args.approvals - len(pool)]
+        random.Random(3).shuffle(pool)
+        times = []
+        for p in pool:
+            start = time.perf_counter()
+            response = client.post(f"/reviews/proposals/{p.pk}/approve/", {"next": "/reviews/"}, HTTP_HX_REQUEST="true")
+            times.append((time.perf_counter() - start) * 1000)
+            assert response.status_code == 200 and b"Approved and applied" in response.content, response.content[:300]
+        times.sort()
+        label = f"approve round trip ({len(pool)} cards, htmx)"
+        rows.append((label, statistics.median(times), times[int(len(times) * 0.9) - 1]))
+
+        print(f"\n| request ({args.proposals:,} pending) | median ms | p90 ms |\n|---|---:|---:|")
+        for label, med, p90 in rows:
+            print(f"| {label} | {med:.1f} | {p90:.1f} |")
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        admin(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    main()
