@@ -111,8 +111,9 @@ _DESCRIPTIONS = {
 
 
 def error_responses(*codes: int) -> dict:
-    """OpenAPI responses for error statuses; 401, 403 and 429 are added to every authenticated operation."""
-    wanted = sorted({401, 403, 429, *codes})
+    """OpenAPI responses for error statuses; 400 (a malformed query string, e.g. with NUL characters), 401, 403 and
+    429 can be the answer to any authenticated operation."""
+    wanted = sorted({400, 401, 403, 429, *codes})
     return {code: OpenApiResponse(ErrorSerializer, description=_DESCRIPTIONS[code]) for code in wanted}
 
 
