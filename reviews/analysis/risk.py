@@ -151,9 +151,12 @@ def secret_kinds(text: str) -> list[str]:
 
 # Text that addresses the AI agents themselves: the mark of a prompt injection, never of a lesson.
 INJECTION = re.compile(
-    r"(?i)\b(?:(?:note |message )?(?:to|for) (?:all )?(?:ai|llm) (?:agents?|assistants?|models?)|ai agents?:|"
-    r"ignore (?:all |any )?(?:previous|prior|above) instructions|remember (?:this )?permanently|system prompt|"
-    r"you must now|new instructions)\b"
+    r"(?i)\b(?:(?:note |message )?(?:to|for) (?:all |any )?(?:ai|llm|coding|language[- ]model) "
+    r"(?:agents?|assistants?|models?|bots?)|(?:ai|llm) (?:agents?|assistants?|models?)\s*[:,]|"
+    r"(?:ignore|disregard|forget) (?:all |any )?(?:(?:of )?(?:the |your )?)(?:previous|prior|above|earlier|other) "
+    r"(?:instructions|rules|guidelines)|remember (?:this )?permanently|system prompt|you must now|new instructions|"
+    r"(?:add|save|store|write) (?:this|the following) (?:to|in|into) (?:your )?(?:long[- ]term |persistent )?memory|"
+    r"you are now in|do not tell the user)\b|\[system\]|<\s*system\s*>"
 )
 REMOTE_CODE = [
     re.compile(r"(?i)\b(?:curl|wget|fetch|http)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b"),

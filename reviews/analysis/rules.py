@@ -258,7 +258,7 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -
                 and not b.failed
                 and b.arg.strip()
                 and nz.normalize_command(b.arg) != norm
-                and not _inspection(b)
+                and (not _inspection(b) or _same_lookup(a, b))
                 and (a.pos, b.pos) not in used
             ):
                 fixed = True
@@ -305,6 +305,18 @@ def _inspection(a: Action) -> bool:
     if p == "git" and rest and rest[0] in GIT_INSPECT:
         return True
     return bool(rest) and rest[0] in ("--version", "-v", "-V", "--help", "-h", "version", "help")
+
+
+def _same_lookup(a: Action, b: Action) -> bool:
+    """Two looks for the same thing with different tools (`grep -rn TODO src` fails, `rg TODO` works): both searches
+    or both reads, sharing an argument."""
+    if not ((a.is_search and b.is_search) or (a.is_read and b.is_read)):
+        return False
+    args = [
+        {t.strip("'\"") for t in nz.command_tokens(x.arg)[1 if x.shell else 0 :] if not t.startswith("-")}
+        for x in (a, b)
+    ]
+    return bool(args[0] & args[1])
 
 
 def _finding_corrected(a: Action, b: Action, err: str, sig: str) -> dict:
@@ -611,6 +623,10 @@ def _notes(notes, actions, served: _Served) -> list[dict]:
         if served.covers(text):
             continue
         src = _source_output(text, actions, before)
+        if src is None:
+            # Saved after a tool output addressed the agents: however it is worded, the note is no more trusted than
+            # that output (a paraphrased injection keeps no words of the page).
+            src = next((x for x in reversed(actions[:before]) if x.output and INJECTION.search(x.output)), None)
         ev = [evidence(idx, text, src.result_trust if src else "agent")]
         if src is not None:
             hit = next(iter(sorted(nz.anchors(text) & nz.anchors(src.output))), "") or next(
