@@ -64,3 +64,18 @@ def test_trigger_a_dream(world, keys):
     assert r.status_code == 409 and r.json()["detail"]
     r = api.post("/api/v1/stores/eng/dreams/", {"analyzer": "no-such-analyzer"})
     assert r.status_code == 400 and "analyzer" in r.json()["errors"]
+
+
+def test_schema_and_docs_are_served_without_a_cdn(client):
+    schema = client.get("/api/schema/", headers={"Accept": "application/json"})
+    assert schema.status_code == 200
+    doc = schema.json() if schema["Content-Type"].startswith("application/json") else None
+    if doc is not None:
+        assert "/api/v1/context/" in doc["paths"] and "ApiKey" in doc["components"]["securitySchemes"]
+    else:
+        assert b"/api/v1/context/" in schema.content
+    page = client.get("/api/docs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "swagger-ui" in html and "drf_spectacular_sidecar" in html
+    assert "cdn." not in html and "unpkg.com" not in html and "jsdelivr" not in html
