@@ -4,7 +4,10 @@ overwrites nothing, two approvals apply once, reject, bulk, edit-then-approve, a
 
 from __future__ import annotations
 
+import threading
+
 import pytest
+from django.db import connection, connections
 
 from memory.models import MemoryEntry, MemoryVersion
 from memory.services import Author, update_entry
@@ -146,3 +149,43 @@ def test_update_policy_audits_old_and_new_values(world):
     assert third.changes == {"agents": [[], ["bot"]], "token_budget": [2_000_000, 10]}
     assert AutonomyPolicy.objects.get(store=world.store_a).token_budget == 10
     assert PolicyChange.objects.filter(policy=policy).count() == 2
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="real concurrency needs PostgreSQL")
+@pytest.mark.django_db(transaction=True)
+def test_two_reviewers_approving_at_once_apply_it_once():
+    from dreamweb import rls
+    from tests.factories import MembershipFactory, StoreFactory, TeamFactory, UserFactory
+
+    team = TeamFactory(slug="race-review")
+    store = StoreFactory(team=team, slug="eng")
+    entry = make_entry(store, key="deploy", content="old")
+    reviewers = [UserFactory(username=f"r{i}") for i in range(2)]
+    for user in reviewers:
+        MembershipFactory(team=team, user=user, role="reviewer")
+    proposal = make_proposal(store, operation="update", targets=["deploy"], content="new", evidence_count=1)
+    barrier = threading.Barrier(2)
+    outcomes: dict[str, str] = {}
+
+    def reviewer(user) -> None:
+        try:
+            with rls.team_scope(team.pk):
+                mine = type(proposal).objects.get(pk=proposal.pk)
+                barrier.wait(timeout=10)
+                outcomes[user.username] = services.approve(mine, user=user).status
+        except services.NotPending:
+            outcomes[user.username] = "not pending"
+        except Exception as exc:  # surfaced by the assertion below
+            outcomes[user.username] = repr(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=reviewer, args=(u,)) for u in reviewers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(outcomes.values()) == ["applied", "not pending"], outcomes
+    entry.refresh_from_db()
+    assert (entry.content, entry.version) == ("new", 2)
+    assert MemoryVersion.objects.filter(proposal_id=proposal.pk).count() == 1
