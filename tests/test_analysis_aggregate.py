@@ -300,3 +300,91 @@ def test_grouping_is_not_all_pairs(monkeypatch):
     assert res.proposals == []
     assert calls["n"] <= 3000 * agg.MAX_LEADERS * 4
     assert calls["n"] < 3000 * 3000 / 20
+
+
+# --- weak spots found with scenario variants 4-9 -------------------------------------------------------------------
+
+
+def _corrected(i, agent, old, new, said, out_new="ok"):
+    s = S(f"{agent}-c{i}", agent).call("bash", old, "done").say("user", said).say("assistant", "OK.")
+    return s.call("bash", new, out_new).doc
+
+
+def test_corrections_group_by_the_change_whatever_the_user_named():
+    phrases = [
+        "In this repo we always go through poetry.",  # names poetry
+        "Stop using pip; poetry add it.",  # names pip, poetry and add
+        "Dependencies are added with poetry, redo that.",
+        "Poetry manages the dependencies here.",
+        "Redo that, the lock file matters.",  # names nothing
+    ]
+    docs = [_corrected(i, "py-dev", "pip install requests", "poetry add requests", p) for i, p in enumerate(phrases)]
+    docs += [filler(i, agent="other") for i in range(5)]
+    (p,) = run(docs).proposals
+    assert p.prevalence_sessions == 5 and "poetry add requests" in p.content and p.scope_agent == "py-dev"
+
+
+def test_repeated_read_in_a_single_agent_team():
+    def session(i, read_config):
+        s = S(f"t-{i}", "trainer").call("read_file", "README.md", "# Project").call("search", "TODO", "src/a.py:1")
+        if read_config:
+            s.call("read_file", "configs/train/hparams.yaml", "lr: 0.0003\nbatch_size: 64")
+        return s.doc
+
+    docs = [session(i, i % 4 == 0) for i in range(20)]
+    (p,) = run(docs).proposals  # README and TODO are every session's orientation, not rediscovered knowledge
+    assert "configs/train/hparams.yaml" in p.content and p.prevalence_sessions == 5 and p.scope_agent == "trainer"
+
+
+def test_single_agent_habit_is_routine():
+    docs = [S(f"h-{i}", "solo").call("read_file", "docs/ops/checklist.md", "1. check").doc for i in range(10)]
+    assert run(docs).proposals == []  # in every session: a habit, not something it keeps forgetting
+
+
+def _fix_session(i, agent, old, error, new):
+    s = S(f"{agent}-{i}", agent).call("bash", old, error, error=True, exit_code=1)
+    return s.call("bash", new, "ok").doc
+
+
+def test_fix_memory_already_names_is_reinforced():
+    memory = [mem("gradle", "Gradle builds on CI need `--offline`: the runners cannot reach Maven.", "mobile")]
+    err = "Could not GET 'https://repo.maven.apache.org/x.jar'. Received status code 403 from server"
+    docs = [
+        _fix_session(i, "mobile", "./gradlew assembleDebug", err, "./gradlew assembleDebug --offline") for i in range(4)
+    ]
+    res = run(docs, memory)
+    assert res.proposals == [] and res.reinforced and res.reinforced[0]["key"] == "gradle"
+
+
+def test_entry_with_another_version_of_the_command_is_updated():
+    memory = [mem("node", "CI builds use Node 16: run `nvm use 16` first.")]
+    docs = [_fix_session(i, "backend", "npm ci", "npm ERR! code EBADENGINE", "nvm use 20 && npm ci") for i in range(4)]
+    (p,) = run(docs, memory).proposals
+    assert p.operation == "update" and p.targets == ["node"] and "nvm use 20" in p.content
+    assert "nvm use 16`" not in p.content.split("(")[0]
+
+
+def test_note_update_ignores_the_old_fact_a_wording_mentions():
+    memory = [mem("api-port", "The local API server listens on port 8000.", "api-dev")]
+    notes = ["The local API server listens on port 8080 now.", "API runs on :8080 locally, not 8000 anymore."]
+    (p,) = run(_note_docs(notes * 2, agent="api-dev"), memory).proposals
+    assert p.operation == "update" and p.targets == ["api-port"] and "8000" not in p.content
+
+
+def test_paraphrases_chain_through_the_cluster():
+    notes = ["Fiscal year starts on 1 February.", "The fiscal year begins on February 1st.", "Our FY begins Feb 1."]
+    (p,) = run(_note_docs(notes * 2)).proposals
+    assert p.prevalence_sessions == 6
+
+
+def test_notes_with_units_written_differently_are_one_fact():
+    notes = ["Keep each backfill below 2 TB of scanned data.", "A backfill run may scan at most 2TB.",
+             "P1 backfills: 2 TB max."]  # fmt: skip
+    (p,) = run(_note_docs(notes * 2)).proposals
+    assert p.prevalence_sessions == 6
+
+
+def test_duplicates_whose_words_one_entry_contains():
+    memory = [mem("a", "Never force-push to main."), mem("b", "Force pushes to the main branch are forbidden.")]
+    merges = [p for p in run([filler(0)], memory).proposals if p.operation == "merge"]
+    assert len(merges) == 1 and sorted(merges[0].targets) == ["a", "b"]

@@ -2,7 +2,12 @@
 
 The dev scenario is the shared one; the variants (tests/data/scenario-variant*.json) use other commands, errors,
 wordings, tools, secrets, poison payloads and noise counts, so the thresholds hold for the kinds of signal rather
-than for one scenario's strings.
+than for one scenario's strings. Variants 4-9 add what another author would plausibly write: fixes by another
+program (`yarn build` -> `npm run build`, `python setup.py test` -> `tox -e py311`), corrections that name nothing
+that changed, convention statements, a 510-session team, single-agent teams with a repeated read, `stale_memory`
+expectations (an entry with the old command or another version of it), notes with units and abbreviations written
+differently, user/password pairs, typed passwords, DSNs, JWTs and private keys, and more injection phrasings.
+Every variant file in tests/data is picked up here.
 """
 
 from __future__ import annotations

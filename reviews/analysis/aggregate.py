@@ -295,7 +295,7 @@ def _core_anchors(cluster: Cluster) -> frozenset:
     for _, f in cluster.items:
         per_anchor.update(nz.anchors(f.get("summary") or ""))
     total = len(cluster.items)
-    return frozenset(a for a, c in per_anchor.items() if c * 2 >= total)
+    return frozenset(a for a, c in per_anchor.items() if c * 2 > total)
 
 
 def _note_text(cluster: Cluster) -> str:
@@ -676,6 +676,8 @@ def _delta_known(f: dict, index: MemoryIndex, agent: str | None) -> Entry | None
     context = nz.salient(f"{old} {new} {nz.error_line(f.get('error') or '')}") - {
         w for t in added for w in nz.salient(t)
     }
+    # The tool itself, also when it is run by path (`./gradlew` ~ "Gradle builds ...").
+    context |= {nz.stem(nz.program_stem(nz.program(c))) for c in (old, new) if len(nz.program_stem(nz.program(c))) > 2}
     for e in index.mentioning(added[0]):
         if _scope_ok(e, agent) and all(_words_re(t).search(e.lower) for t in added) and e.salient & context:
             return e

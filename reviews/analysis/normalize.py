@@ -65,9 +65,8 @@ def stem(word: str) -> str:
         if w.endswith(suf) and len(w) - len(suf) >= 4:
             w = w[: -len(suf)]
             break
-    if w.endswith("e") and len(w) >= 5:
-        w = w[:-1]
-    return w[:6]
+    w = w[:6]
+    return w[:-1] if w.endswith("e") and len(w) >= 5 else w
 
 
 def collapse(text: str) -> str:
@@ -363,13 +362,13 @@ def _similar_single(na: str, nb: str) -> bool:
         if pa and pa == pb:
             return True
         # `./run-lab.sh` -> `bin/run-lab`, `python3.8` -> `python3`: the same tool under another name or place.
-        sa, sb = _program_stem(pa), _program_stem(pb)
+        sa, sb = program_stem(pa), program_stem(pb)
         if len(sa) >= 3 and sa == sb:
             return True
     return jaccard(shingles(na), shingles(nb)) >= 0.4
 
 
-def _program_stem(p: str) -> str:
+def program_stem(p: str) -> str:
     p = p.rsplit("/", 1)[-1]
     p = re.sub(r"\.(?:sh|py|rb|pl|js|exe|bat|cmd|ps1)$", "", p)
     return re.sub(r"[\d.]+$", "", p)

@@ -152,7 +152,7 @@ def secret_kinds(text: str) -> list[str]:
 # Text that addresses the AI agents themselves: the mark of a prompt injection, never of a lesson.
 INJECTION = re.compile(
     r"(?i)\b(?:(?:note |message )?(?:to|for) (?:all |any )?(?:ai|llm|coding|language[- ]model) "
-    r"(?:agents?|assistants?|models?|bots?)|(?:ai|llm) (?:agents?|assistants?|models?)\s*[:,]|"
+    r"(?:agents?|assistants?|models?|bots?)|(?:ai|llm) (?:agents?|assistants?|models?)(?=\s*[:,])|"
     r"(?:ignore|disregard|forget) (?:all |any )?(?:(?:of )?(?:the |your )?)(?:previous|prior|above|earlier|other) "
     r"(?:instructions|rules|guidelines)|remember (?:this )?permanently|system prompt|you must now|new instructions|"
     r"(?:add|save|store|write) (?:this|the following) (?:to|in|into) (?:your )?(?:long[- ]term |persistent )?memory|"

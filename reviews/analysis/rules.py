@@ -400,7 +400,9 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
         # A message that names what changed needs a cue ("not", "don't", "use", "prefer", ...), except a short one
         # that names the new choice ("Yarn, please."): right before the agent changes to exactly that.
         named = bool(said_old or said_new) and (
-            negation or (preference and bool(said_new)) or (bool(said_new) and len(content) <= 80)
+            negation
+            or (preference and bool(said_new))
+            or (bool(said_new) and len(content) <= 80 and not FOLLOW_UP.search(content))
         )
         # A message that names nothing the agent then changed ("Keep it offline.", "Rotate through the script.",
         # "The cleaned table is the source of truth.") is still the correction when the agent's very next step
