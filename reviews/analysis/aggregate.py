@@ -19,7 +19,7 @@ from .findings import AggregateResult, ProposalDraft, SessionFindings, signature
 from .risk import assess, redact, redact_draft
 
 MAX_LEADERS = 24  # leaders kept per candidate block
-MAX_MEMBERS = 4  # a cluster is not represented again in a block among its last few representatives
+MAX_MEMBERS = 4  # representatives of one cluster per candidate block
 MAX_EVIDENCE_PER_SESSION = 3
 MAX_ISOLATED = 500
 
@@ -172,6 +172,7 @@ def group(sessions: list[SessionFindings]) -> list[list[Bucket]]:
     # also represents it in its own blocks, so paraphrases chain ("FY begins Feb 1" ~ "fiscal year begins February
     # 1st" ~ "fiscal year starts 1 February") while each bucket is still compared with a bounded number of others.
     leaders: dict[tuple, list[tuple[int, Bucket]]] = defaultdict(list)
+    reps: Counter = Counter()  # (block, cluster) -> representatives of that cluster in that block
     clusters: list[list[Bucket]] = []
     for b in ordered:
         b.features()
@@ -191,8 +192,9 @@ def group(sessions: list[SessionFindings]) -> list[list[Bucket]]:
             clusters[home].append(b)
         for blk in blocks:
             lst = leaders[blk]
-            if len(lst) < MAX_LEADERS and not any(ci == home for ci, _ in lst[-MAX_MEMBERS:]):
+            if len(lst) < MAX_LEADERS and reps[(blk, home)] < MAX_MEMBERS:
                 lst.append((home, b))
+                reps[(blk, home)] += 1
     return clusters
 
 
