@@ -95,8 +95,11 @@ def _check_event(i: int, ev, errors: list[str]) -> None:
         "tool_result": ("call_id", "content"),
         "memory_write": ("content",),
     }
+    if not isinstance(kind, str) or not kind:
+        errors.append(f"{at}.type: must be a non-empty string (got {kind!r})")
+        return
     if kind not in required:
-        errors.append(f"{at}.type: must be one of message, tool_call, tool_result, memory_write (got {kind!r})")
+        # The contract keeps unknown event types verbatim; analysis ignores them.
         return
     for key in required[kind]:
         if key not in ev:

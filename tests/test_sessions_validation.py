@@ -52,7 +52,8 @@ def test_a_valid_session_becomes_model_fields():
         ({"type": "tool_result", "call_id": "c1", "content": "x", "is_error": "no"}, "events[3].is_error"),
         ({"type": "memory_write", "content": "x", "store": 7}, "events[3].store: must be a string or null"),
         ({"type": "message", "role": "user", "content": "x", "ts": "yesterday"}, "events[3].ts: 'yesterday' is not"),
-        ({"type": "telepathy"}, "events[3].type: must be one of"),
+        ({"type": {}}, "events[3].type: must be a non-empty string"),
+        ({"role": "user", "content": "no type"}, "events[3].type: must be a non-empty string"),
         ("just text", "events[3]: must be an object"),
     ],
 )
@@ -179,3 +180,18 @@ def test_an_unpaired_surrogate_is_refused_but_escaped_emoji_are_fine():
     whole = json.dumps(good(agent="bot 😀"))  # ensure_ascii: the emoji travels as a valid surrogate pair
     assert "\\ud83d\\ude00" in whole
     assert validate_session(json.loads(whole), raw=whole.encode()).fields["agent"] == "bot 😀"
+
+
+def test_unknown_event_types_are_kept_verbatim():
+    doc = good()
+    doc["events"].append({"type": "telepathy", "payload": {"thought": "ship it"}})
+    clean = validate_session(doc)
+    assert clean.fields["events"][-1] == {"type": "telepathy", "payload": {"thought": "ship it"}}
+
+
+def test_analysis_ignores_unknown_event_types():
+    from reviews.analysis import rules
+
+    doc = good()
+    doc["events"].append({"type": "telepathy", "payload": {"thought": "ship it"}})
+    assert rules.analyze(doc).findings == rules.analyze(good()).findings
