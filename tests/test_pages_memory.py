@@ -49,6 +49,10 @@ def test_entries_search_scope_and_status(client, world):
     assert entry_links(client.get(url, {"scope": "fmt-bot"}).content.decode()) == [tabs.pk]
     assert entry_links(client.get(url, {"scope": "_none"}).content.decode()) == [deploy.pk]
     assert entry_links(client.get(url, {"status": "archived"}).content.decode()) == [old.pk]
+    for i in range(60):
+        make_entry(world.store_a, key=f"bulk-{i:02d}", content="a&b release")
+    paged = client.get(url, {"q": "a&b"}).content.decode()
+    assert "?q=a%26b&amp;page=2" in paged
     partial = client.get(url, {"q": "tabs"}, HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in partial and entry_links(partial) == [tabs.pk]
 

@@ -3,6 +3,8 @@ which proposal; a diff between any two versions; revert (a new version, never a 
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -61,7 +63,7 @@ def entry_list(request, store_pk: int):
     f = form.filters()
     rows = filtered(entries, f).only(*LIST_FIELDS).order_by("key")
     page = Paginator(rows, f["per"]).get_page(request.GET.get("page"))
-    query = "&".join(f"{k}={request.GET[k]}" for k in ("q", "scope", "status") if request.GET.get(k))
+    query = urlencode({k: request.GET[k] for k in ("q", "scope", "status") if request.GET.get(k)})
     context = {"store": store, "team": store.team, "form": form, "page": page, "query": query, "filters": f}
     if request.htmx and not request.htmx.boosted:
         return render(request, "memory/entries.html#entry-rows", context)
