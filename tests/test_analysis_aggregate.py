@@ -388,3 +388,9 @@ def test_duplicates_whose_words_one_entry_contains():
     memory = [mem("a", "Never force-push to main."), mem("b", "Force pushes to the main branch are forbidden.")]
     merges = [p for p in run([filler(0)], memory).proposals if p.operation == "merge"]
     assert len(merges) == 1 and sorted(merges[0].targets) == ["a", "b"]
+
+
+def test_abbreviated_words_are_the_same_words():
+    notes = ["Ask Priya for prod DB access.", "Priya grants production database access."]
+    (p,) = run(_note_docs(notes * 2)).proposals
+    assert p.prevalence_sessions == 4

@@ -157,6 +157,7 @@ def test_text_addressed_to_ai_agents_is_high():
         ("The admin password is swordfish", "swordfish"),
         ("Warehouse DSN: postgres://etl:Xk9vQ2mLpR7w@db.internal:5432/w", "Xk9vQ2mLpR7w"),
         ("Slack bot token: xoxb-2718281828-3141592653-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
+        ("aws secret for the smoke bucket is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
     ],
 )
 def test_typed_passwords_and_user_password_pairs_are_redacted_whole(text, secret):
@@ -174,6 +175,8 @@ def test_typed_passwords_and_user_password_pairs_are_redacted_whole(text, secret
         "the password is rotated monthly",
         "password: see vault",
         "login docs in docs/Login2.md",
+        "The API key for staging is stored in the vault.",
+        "see src/components/UserProfile2/index for the auth flow",
     ],
 )
 def test_settings_and_descriptions_are_not_secrets(text):

@@ -52,6 +52,9 @@ _ABBREVIATIONS = {
     "thu": "thursday", "thur": "thursday", "thurs": "thursday", "fri": "friday", "sat": "saturday",
     "sun": "sunday", "min": "minute", "mins": "minute", "sec": "second", "secs": "second", "hr": "hour",
     "hrs": "hour", "approx": "approximately", "config": "configuration", "repo": "repository",
+    "prod": "production", "db": "database", "dbs": "database", "env": "environment", "envs": "environment",
+    "dev": "development", "docs": "documentation", "doc": "documentation", "msg": "message", "msgs": "message",
+    "req": "request", "reqs": "request", "perms": "permission", "perm": "permission", "info": "information",
 }  # fmt: skip
 
 

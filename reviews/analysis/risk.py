@@ -29,7 +29,9 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
 # `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
 ASSIGNED_SECRET = re.compile(
     r"(?i)(?<![a-z])(?:password|passwd|pass|pwd|passphrase|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|"
-    r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)\b(?:\s+(?:is|was|=|:)|\s*[:=])\s*['\"`]?"
+    r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)\b"
+    # "the secret for the smoke bucket is X": a short qualifier between the word and its value
+    r"(?:\s+(?:for|of|to|on|in)\s+[\w .-]{1,40}?)?(?:\s+(?:is|was|=|:)|\s*[:=])\s*['\"`]?"
     r"(?P<value>[^\s'\"`,;]{6,})"
 )
 LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{20,}(?![\w/.-])")
@@ -73,15 +75,16 @@ def _entropy(s: str) -> float:
 
 def _looks_random(tok: str) -> bool:
     """A long token with mixed character classes and high entropy: likely a key, not a word or a path."""
-    if tok.count("/") > 1 or tok.startswith(("http", "www")):
+    if tok.startswith(("http", "www")):
         return False
     classes = sum(bool(re.search(p, tok)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
     if classes < 3 or _entropy(tok) < 3.8:
         return False
-    # Words and numbers joined by separators (`NODE_OPTIONS=--max-old-space-size=8192`, `X-Api-Version=2024-01`)
-    # are settings, not keys: a key has at least one part that mixes cases and digits.
+    # Words, CamelCase names and numbers joined by separators (`NODE_OPTIONS=--max-old-space-size=8192`,
+    # `X-Api-Version=2024-01`, `src/UserProfile2/index`) are settings or paths, not keys: a key has a part that mixes
+    # cases and digits at random (`wJalrXUtnFEMI/K7MDENG/...`).
     parts = [p for p in re.split(r"[-_=+/.]+", tok) if p]
-    return not all(re.fullmatch(r"[a-z]+|[A-Z]+|[A-Z][a-z]+|\d+", p) for p in parts)
+    return not all(re.fullmatch(r"[a-z]+|[A-Z]+|(?:[A-Z]?[a-z]+)+\d*|\d+", p) for p in parts)
 
 
 def find_secrets(text: str) -> list[tuple[str, int, int]]:
