@@ -1,12 +1,13 @@
 # ruff: noqa: F811 - the page_support fixtures are imported by name
 """The review dashboard in a real browser (Debian's Chromium driven by Playwright, against a live server):
 sign in, approve with a click, reject with a reason, approve with the keyboard, edit then approve, see the new
-version and its provenance; a hostile transcript stays text. Saves the screenshots in docs/screenshots/."""
+version and its provenance; a hostile transcript stays text. Saves screenshots of each page (see SHOTS)."""
 
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,13 @@ from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import _fast_password_hashing  # noqa: F401 - fixture
 
 CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+# The committed screenshots are refreshed only on request (DREAMWEB_SAVE_SCREENSHOTS=1), so that an ordinary test run
+# leaves the work tree clean; otherwise they go to a scratch folder.
+SHOTS = (
+    Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+    if os.environ.get("DREAMWEB_SAVE_SCREENSHOTS")
+    else Path(tempfile.gettempdir()) / "dreamweb-screenshots"
+)
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
