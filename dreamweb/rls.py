@@ -17,7 +17,11 @@ from django.db import connection, transaction
 SETTING = "dreamweb.team_ids"
 ALL_TEAMS = "*"
 
-# One SQL function so that every policy says the same thing; STABLE so the planner evaluates it once.
+# The policy reads the setting through two STABLE SQL functions, each wrapped in a scalar sub-select: PostgreSQL turns
+# `(SELECT f())` into an InitPlan evaluated once per statement, so per row the policy is only `$all OR team_id = ANY
+# ($ids)` (a boolean and a short array), not current_setting + string_to_array + a cast for every row.
+# Semantics (unchanged from the first form): unset or '' -> no team; '*' -> every team; '1,2' -> those teams.
+# dreamweb_team_visible is that first, per-row form, kept for migration 0003's way back.
 FUNCTION_SQL = """
 CREATE OR REPLACE FUNCTION dreamweb_team_visible(tid bigint) RETURNS boolean
 LANGUAGE sql STABLE AS $$
@@ -27,7 +31,22 @@ LANGUAGE sql STABLE AS $$
         ELSE tid = ANY (string_to_array(current_setting('dreamweb.team_ids', true), ',')::bigint[])
     END
 $$;
+CREATE OR REPLACE FUNCTION dreamweb_team_ids() RETURNS bigint[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN COALESCE(current_setting('dreamweb.team_ids', true), '') IN ('', '*') THEN '{}'::bigint[]
+        ELSE string_to_array(current_setting('dreamweb.team_ids', true), ',')::bigint[]
+    END
+$$;
+CREATE OR REPLACE FUNCTION dreamweb_all_teams() RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT COALESCE(current_setting('dreamweb.team_ids', true), '') = '*'
+$$;
 """
+
+
+def policy_expression(column: str = "team_id") -> str:
+    """The row test of every team_isolation policy (USING and WITH CHECK)."""
+    return f'((SELECT dreamweb_all_teams()) OR "{column}" = ANY ((SELECT dreamweb_team_ids())::bigint[]))'
 
 
 def is_postgres() -> bool:
@@ -39,8 +58,8 @@ def enable_sql(table: str, column: str = "team_id") -> str:
         f'ALTER TABLE "{table}" ENABLE ROW LEVEL SECURITY; '
         f'ALTER TABLE "{table}" FORCE ROW LEVEL SECURITY; '
         f'DROP POLICY IF EXISTS team_isolation ON "{table}"; '
-        f'CREATE POLICY team_isolation ON "{table}" USING (dreamweb_team_visible("{column}")) '
-        f'WITH CHECK (dreamweb_team_visible("{column}"));'
+        f'CREATE POLICY team_isolation ON "{table}" USING {policy_expression(column)} '
+        f"WITH CHECK {policy_expression(column)};"
     )
 
 
@@ -141,4 +160,7 @@ def grant_app_role(sender=None, using="default", **kwargs) -> None:
         cursor.execute(f'GRANT USAGE ON SCHEMA public TO "{role}"')
         cursor.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "{role}"')
         cursor.execute(f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "{role}"')
-        cursor.execute(f'GRANT EXECUTE ON FUNCTION dreamweb_team_visible(bigint) TO "{role}"')
+        for function in ("dreamweb_team_visible(bigint)", "dreamweb_team_ids()", "dreamweb_all_teams()"):
+            cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [function])
+            if cursor.fetchone()[0]:
+                cursor.execute(f'GRANT EXECUTE ON FUNCTION {function} TO "{role}"')
