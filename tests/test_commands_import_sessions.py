@@ -19,7 +19,9 @@ from tests.factories import TeamFactory
 
 pytestmark = pytest.mark.django_db
 
-CORPUS = Path("/work/shared/corpus")
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"  # CI lays shared/ beside the clone
+if not CORPUS.exists():
+    CORPUS = Path("/work/shared/corpus")
 
 
 @pytest.fixture(scope="session")
