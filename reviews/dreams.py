@@ -45,6 +45,7 @@ from memory.services import Author, memory_hash
 from memory.sessions import session_document
 
 from .analysis import registry
+from .analysis.risk import is_poisoned
 from .models import (
     AnalysisStatus,
     AutonomyPolicy,
@@ -65,7 +66,6 @@ FINISHED = (RunStatus.SUCCEEDED, RunStatus.PARTIAL, RunStatus.FAILED)
 # stored twice.
 WAITING = (ProposalStatus.PENDING, ProposalStatus.APPLYING, ProposalStatus.QUARANTINED)
 # Risk reasons (reviews.analysis.risk) that mean poisoning rather than merely "a person should look".
-POISON_REASONS = ("remote code", "send credentials", "looks like a secret")
 
 
 class RetryLater(Exception):
@@ -661,11 +661,6 @@ def _skill_proposals(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> l
         redact_draft(draft)
         drafts.append(draft)
     return drafts
-
-
-def is_poisoned(risk: str, reasons: Iterable[str]) -> bool:
-    text = " ".join(reasons or []).lower()
-    return risk == "high" and any(fragment in text for fragment in POISON_REASONS)
 
 
 @dataclass

@@ -54,9 +54,9 @@ def test_skill_proposal_waits_under_an_autonomous_policy_and_approval_publishes_
     assert run.status == RunStatus.SUCCEEDED, run.error
 
     proposal = Proposal.objects.get(store=world.store_a, target_kind=TargetKind.SKILL)
-    # Autonomous, yet it waits: skills are promoted by people.
+    # Autonomous applies medium risk, yet it waits: skills are promoted by people.
     assert proposal.status == ProposalStatus.PENDING
-    assert proposal.risk == Risk.HIGH and any("skill" in r for r in proposal.risk_reasons)
+    assert proposal.risk == Risk.MEDIUM and any("skill" in r for r in proposal.risk_reasons)
     assert (proposal.operation, proposal.targets) == ("update", ["release-process"])
     assert proposal.target_hashes == {"release-process": skill.content_hash}
     assert "Deploy with `make release`" in proposal.content and "## Lessons from dreams" in proposal.content

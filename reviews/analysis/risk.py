@@ -198,6 +198,20 @@ def _get(draft, name, default=None):
     return draft.get(name, default) if isinstance(draft, dict) else getattr(draft, name, default)
 
 
+# Reasons that mark a proposal as poisoned or secret-bearing: such a proposal is quarantined, never applied.
+REASON_REMOTE_CODE = "Tells agents to download and run remote code."
+REASON_INJECTION = "Contains instructions addressed to AI agents (a prompt injection)."
+REASON_EXFILTRATION = "Tells agents to send credentials or data to a host."
+REASON_SECRET = "Contained something that looks like a secret (redacted)."
+POISON_REASONS = frozenset({REASON_REMOTE_CODE, REASON_INJECTION, REASON_EXFILTRATION, REASON_SECRET})
+REASON_SKILL = "Changes a skill; skills are promoted by people, so it always waits for a reviewer."
+
+
+def is_poisoned(risk: str, reasons) -> bool:
+    """High risk because of poisoning or a secret (not merely because of where it applies)."""
+    return risk == "high" and bool(POISON_REASONS.intersection(reasons or ()))
+
+
 def assess(
     draft,
     *,
@@ -217,14 +231,12 @@ def assess(
         high.append("Removes an entry from memory.")
     if store_kind == "shared":
         high.append("Changes a shared store that every agent of the team reads.")
-    if _get(draft, "target_kind", "memory") == "skill":
-        high.append("Changes a skill; skills are promoted by people.")
     if any(p.search(content) for p in REMOTE_CODE):
-        high.append("Tells agents to download and run remote code.")
+        high.append(REASON_REMOTE_CODE)
     if INJECTION.search(content):
-        high.append("Contains instructions addressed to AI agents (a prompt injection).")
+        high.append(REASON_INJECTION)
     if any(p.search(content) for p in EXFILTRATION):
-        high.append("Tells agents to send credentials or data to a host.")
+        high.append(REASON_EXFILTRATION)
     unknown = sorted({url_host(u) for u in urls(content)} - {""})
     unknown = [h for h in unknown if not _host_allowed(h, allowed_hosts)]
     if unknown:
@@ -234,7 +246,7 @@ def assess(
         source = "web pages" if "web" in trusts else "tool output"
         high.append(f"All its evidence comes from {source}, not from a user or an agent.")
     if any(has_secret(t) for t in texts):
-        high.append("Contained something that looks like a secret (redacted).")
+        high.append(REASON_SECRET)
 
     origins = target_origins or {}
     human = [k for k in _get(draft, "targets") or [] if origins.get(k) in ("human", "import")]
@@ -242,6 +254,8 @@ def assess(
         medium.append(f"Rewrites a human-written entry ({', '.join(human[:3])}).")
     if operation == "merge":
         medium.append("Merges several entries into one.")
+    if _get(draft, "target_kind", "memory") == "skill":
+        medium.append(REASON_SKILL)
     if high:
         return "high", high + medium
     if medium:
