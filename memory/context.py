@@ -7,8 +7,10 @@ Ranking, highest first:
 2. within a scope level, a score: relevance to the query (an entry that matches at all gets 1 + its text rank, so it
    beats every entry that does not match), plus the smoothed rating (feedback mean in [-1, 1], times n/(n+1),
    weighted 0.5), plus recency (0.25 / (1 + age in days / 30)).
-On PostgreSQL the whole ranking is one SQL query over the stored ``search_vector`` (see migration 0003) that returns
-only the rows it needs; on SQLite a token-overlap score is computed in Python (development only).
+On PostgreSQL the ranking is done in SQL over the stored ``search_vector`` (see migration 0003), one scope level
+group at a time: the entries scoped to this agent and/or task first (through the partial indexes of migration 0004),
+then, only when those do not fill the budget, the store-wide entries; each query returns only the rows it needs. On
+SQLite a token-overlap score is computed in Python (development only).
 
 The budget is strict: at most ``max_items`` entries and at most ``max_tokens`` tokens of rendered text
 (``memory.services.tokens_estimate``). An entry that would not fit is skipped and the next one is tried, so the
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
@@ -94,6 +96,7 @@ class ContextItem:
     content_hash: str
     scope_rank: int
     score: float
+    last_served_at: datetime | None = None
 
 
 @dataclass
@@ -139,10 +142,30 @@ def eligible_entries(key, *, store=None, agent: str | None = None, task: str | N
         qs = qs.filter(store=store)
     qs = qs.filter(Q(scope_agent__isnull=True) | Q(scope_agent=agent) if agent else Q(scope_agent__isnull=True))
     qs = qs.filter(Q(scope_task__isnull=True) | Q(scope_task=task) if task else Q(scope_task__isnull=True))
+    return _with_scope_rank(qs)
+
+
+def _with_scope_rank(qs):
     return qs.annotate(
         scope_rank=Case(When(scope_task__isnull=False, then=Value(2)), default=Value(0), output_field=IntegerField())
         + Case(When(scope_agent__isnull=False, then=Value(1)), default=Value(0), output_field=IntegerField())
     )
+
+
+def _scoped_condition(agent: str | None, task: str | None) -> Q | None:
+    """Entries scoped to this agent and/or task (scope levels 3, 2, 1), written as an OR of equalities so that
+    PostgreSQL combines the partial indexes on scope_agent and scope_task (migration 0004) instead of scanning."""
+    if agent and task:
+        return (
+            Q(scope_agent=agent, scope_task=task)
+            | Q(scope_agent=agent, scope_task__isnull=True)
+            | Q(scope_agent__isnull=True, scope_task=task)
+        )
+    if agent:
+        return Q(scope_agent=agent, scope_task__isnull=True)
+    if task:
+        return Q(scope_agent__isnull=True, scope_task=task)
+    return None
 
 
 def _words(text: str) -> set[str]:
@@ -151,23 +174,15 @@ def _words(text: str) -> set[str]:
 
 def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", limit: int) -> list[ContextItem]:
     """The ``limit`` best entries for this agent, task and query, best first."""
-    qs = eligible_entries(key, store=store, agent=agent, task=task)
     query = (query or "").strip()
     if connection.vendor == "postgresql":
-        # Constant SQL; the query text travels only as a parameter.
-        sql, params = (f"({_PG_RELEVANCE}) + {_PG_REST}", [query, query]) if query else (_PG_REST, [])
-        score = RawSQL(sql, params)  # noqa: S611
-        rows = (
-            qs.annotate(score=score)
-            .order_by("-scope_rank", "-score", "-updated_at", "id")
-            .values(*FIELDS, "scope_rank", "score")[:limit]
-        )
-        return [_item(r) for r in rows]
+        return _ranked_postgres(key, store=store, agent=agent, task=task, query=query, limit=limit)
     # SQLite (development): the same order, computed in Python over the eligible rows.
+    qs = eligible_entries(key, store=store, agent=agent, task=task)
     words = _words(query)
     now = timezone.now()
     scored = []
-    for r in qs.values(*FIELDS, "scope_rank", "rating", "rating_count", "updated_at"):
+    for r in qs.values(*FIELDS, "scope_rank", "rating", "rating_count", "updated_at", "last_served_at"):
         relevance = 0.0
         if words:
             overlap = len(words & _words(r["key"] + " " + r["content"]))
@@ -178,6 +193,39 @@ def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", l
         scored.append(r)
     scored.sort(key=lambda r: (-r["scope_rank"], -r["score"], -r["updated_at"].timestamp(), r["id"]))
     return [_item(r) for r in scored[:limit]]
+
+
+def _ranked_postgres(key, *, store, agent, task, query: str, limit: int) -> list[ContextItem]:
+    """Scope level outranks everything else, so the levels are ranked apart, best level first: first the entries
+    scoped to this agent and/or task (found through indexes; usually a few hundred at most), and the store-wide
+    entries only when those do not fill ``limit``. The order is exactly that of one query over all eligible
+    entries ordered by (scope_rank, score, updated_at, id); only the rows scored differ."""
+    if limit <= 0:
+        return []
+    base = MemoryEntry.objects.for_agent_key(key).filter(status=EntryStatus.ACTIVE)
+    if store is not None:
+        base = base.filter(store=store)
+    # Constant SQL; the query text travels only as a parameter.
+    sql, params = (f"({_PG_RELEVANCE}) + {_PG_REST}", [query, query]) if query else (_PG_REST, [])
+    # The store's slug is known when a store was asked for; otherwise it comes from a join.
+    fields = (*FIELDS[:-1], "last_served_at") if store is not None else (*FIELDS, "last_served_at")
+
+    def top(qs, n: int) -> list[ContextItem]:
+        rows = (
+            _with_scope_rank(qs)
+            .annotate(score=RawSQL(sql, params))  # noqa: S611
+            .order_by("-scope_rank", "-score", "-updated_at", "id")
+            .values(*fields, "scope_rank", "score")[:n]
+        )
+        if store is not None:
+            return [_item({**r, "store__slug": store.slug}) for r in rows]
+        return [_item(r) for r in rows]
+
+    scoped = _scoped_condition(agent, task)
+    items = top(base.filter(scoped), limit) if scoped is not None else []
+    if len(items) < limit:
+        items += top(base.filter(scope_agent__isnull=True, scope_task__isnull=True), limit - len(items))
+    return items
 
 
 def _item(r: dict) -> ContextItem:
@@ -192,6 +240,7 @@ def _item(r: dict) -> ContextItem:
         content_hash=r["content_hash"],
         scope_rank=int(r["scope_rank"]),
         score=float(r["score"]),
+        last_served_at=r.get("last_served_at"),
     )
 
 
@@ -293,7 +342,9 @@ def record_serve(key, result: ContextResult, *, store, agent, task, query, sessi
         tokens=result.tokens,
         created_at=now,
     )
-    mark_served([i.entry_id for i in result.items], now)
+    # Entries already marked within the resolution need no write at all (most of them, under steady use).
+    stale_before = now - SERVED_RESOLUTION
+    mark_served([i.entry_id for i in result.items if i.last_served_at is None or i.last_served_at < stale_before], now)
     return serve.pk
 
 
