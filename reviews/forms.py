@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from .models import AutonomyPolicy, ProposalOperation, Risk
+from .services import POLICY_FIELDS
 
 SORTS = {
     # name: (label, ordering). Ties break on id so that paging is stable.
@@ -91,18 +92,7 @@ class PolicyForm(forms.ModelForm):
 
     class Meta:
         model = AutonomyPolicy
-        fields = [
-            "mode",
-            "min_sessions",
-            "min_share",
-            "min_confidence_auto",
-            "max_sessions",
-            "token_budget",
-            "agents",
-            "schedule_enabled",
-            "schedule_minutes",
-            "analyzer",
-        ]
+        fields = list(POLICY_FIELDS)
         widgets = {"mode": forms.RadioSelect}
         labels = {
             "min_sessions": "Recurrent from (sessions)",
