@@ -12,6 +12,7 @@ import threading
 import time
 from datetime import timedelta
 
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -69,6 +70,21 @@ def _touch(key: AgentKey) -> None:
     AgentKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
 
 
+def _lookup(prefix: str) -> AgentKey | None:
+    """The key with this prefix, whatever its team (the team is what we are about to learn)."""
+    keys = AgentKey.objects.select_related("team").filter(prefix=prefix)
+    if not (rls.is_postgres() and connection.in_atomic_block):
+        with rls.system_scope():
+            return keys.first()
+    # In the request's transaction (opened by the middleware): widen the scope for this one query and empty it again,
+    # without system_scope()'s savepoint and saved value (3 statements fewer on every API request). If the query
+    # fails, the transaction is aborted and rolled back, and the widened scope with it.
+    rls.set_scope(rls.ALL_TEAMS)
+    key = keys.first()
+    rls.set_scope("")
+    return key
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1")
@@ -83,8 +99,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         prefix = parse_prefix(raw)
         if prefix is None:
             raise exceptions.AuthenticationFailed("Invalid API key.")
-        with rls.system_scope():
-            key = AgentKey.objects.select_related("team").filter(prefix=prefix).first()
+        key = _lookup(prefix)
         # Compare even when no key was found, so that timing does not reveal which prefixes exist.
         expected = key.hashed_key if key is not None else "0" * 64
         if not hmac.compare_digest(hash_key(raw), expected) or key is None:

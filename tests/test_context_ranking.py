@@ -121,7 +121,7 @@ def test_context_request_costs_a_fixed_number_of_queries(world, keys):
     # key, store, scoped entries, store-wide entries (20 + spare rows wanted, 15 scoped), skills, the audit row
     assert len(data) == (6 if is_postgres() else 5), "\n".join(data)
     # With the scope switches (PostgreSQL) and the test transaction's savepoints: a fixed total.
-    assert len(sqls) <= (16 if is_postgres() else 9), "\n".join(sqls)
+    assert len(sqls) <= (13 if is_postgres() else 9), "\n".join(sqls)
 
 
 @pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature")
