@@ -2,13 +2,21 @@
 
 Creates a scratch PostgreSQL database (as the owner role), migrates it, seeds 10,000 memory entries in one store,
 starts gunicorn on 127.0.0.1 as the application role (row-level security in force), and drives it with 50
-concurrent clients (httpx, one thread each). Phases alternate (ping, context, ping, context, ...) so both endpoints
-see the same machine state; medians over the rounds are reported. The database is dropped at the end.
+concurrent clients (httpx, one thread each; a closed loop: each client sends its next request when the previous one
+is answered). Phases alternate (ping, context, ping, context, ...) so both endpoints see the same machine state;
+medians over the rounds are reported, with the CPU time per request of gunicorn, of PostgreSQL and of the load
+generator itself (which shares the machine).
+
+Then, because a closed loop of 50 clients on a small machine measures queueing (latency ~ clients / throughput),
+the same requests at fixed open-loop arrival rates (``--rates``; latency counted from the scheduled send time, so a
+slow server is not hidden by clients that wait), and a variant of the context request that ranks store-wide entries
+(agent only: the agent's few scoped entries do not fill the budget, so every store-wide entry is scored).
 
     .venv/bin/python bench/api_context.py [--entries 10000] [--clients 50] [--requests 3000] [--rounds 3]
+        [--workers 5] [--worker-class sync|gthread] [--threads 4] [--rates 50,100,200]
 
 Environment: DATABASE_URL (app role) and DATABASE_OWNER_URL (owner role) of the PostgreSQL server; the bench
-database name is taken from --db (default dreamweb_bench_h4).
+database name is taken from --db (default dreamweb_bench_api).
 """
 
 from __future__ import annotations
@@ -124,10 +132,12 @@ def seed(db: str, entries: int) -> str:
     return raw
 
 
-def start_server(db: str, port: int, workers: int) -> subprocess.Popen:
+def start_server(db: str, port: int, workers: int, worker_class: str, threads: int) -> subprocess.Popen:
     env = {
         **os.environ,
         "DATABASE_URL": with_db(APP_URL, db),
+        # Persistent connections: the row-level-security scope is transaction-local, so a kept connection carries
+        # nothing from one request to the next (tests/test_context_ranking.py checks it).
         "CONN_MAX_AGE": "600",
         "DREAMWEB_API_KEY_RATE": "100000000/min",
         "LOG_LEVEL": "ERROR",
@@ -137,6 +147,8 @@ def start_server(db: str, port: int, workers: int) -> subprocess.Popen:
         "dreamweb.wsgi:application",
         "-w",
         str(workers),
+        "-k",
+        worker_class,
         "-b",
         f"127.0.0.1:{port}",
         "--log-level",
@@ -144,6 +156,8 @@ def start_server(db: str, port: int, workers: int) -> subprocess.Popen:
         "--backlog",
         "2048",
     ]
+    if worker_class == "gthread":
+        cmd += ["--threads", str(threads)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -156,13 +170,68 @@ def start_server(db: str, port: int, workers: int) -> subprocess.Popen:
     raise SystemExit("gunicorn did not start")
 
 
-def load(base: str, headers: dict, make_request, total: int, clients: int) -> dict:
-    """``total`` requests from ``clients`` threads; returns latency percentiles (ms) and throughput."""
+def _cpu_seconds(pids: list[int]) -> float:
+    """utime + stime of these processes (Linux /proc), in seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+class CpuMeter:
+    """CPU time spent by gunicorn (master and workers), by the PostgreSQL backends serving the bench database and
+    by this process (the load generator) between start() and stop()."""
+
+    def __init__(self, server: subprocess.Popen, db: str):
+        self.server = server
+        self.db = db
+
+    def _pids(self) -> tuple[list[int], list[int]]:
+        children = Path(f"/proc/{self.server.pid}/task/{self.server.pid}/children").read_text().split()
+        with psycopg.connect(OWNER_URL, autocommit=True) as conn:
+            backends = [r[0] for r in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [self.db])]
+        return [self.server.pid, *map(int, children)], backends
+
+    def start(self) -> None:
+        self.gunicorn, self.postgres = self._pids()
+        self.t0 = (_cpu_seconds(self.gunicorn), _cpu_seconds(self.postgres), time.process_time())
+
+    def stop(self) -> dict:
+        gunicorn, postgres = self._pids()
+        # Backends that appeared during the phase are counted from zero (persistent connections: rarely any).
+        before_pg = self.t0[1] - _cpu_seconds([p for p in self.postgres if p not in postgres])
+        return {
+            "cpu_gunicorn_s": _cpu_seconds(gunicorn) - self.t0[0],
+            "cpu_postgres_s": _cpu_seconds(postgres) - before_pg,
+            "cpu_client_s": time.process_time() - self.t0[2],
+        }
+
+
+def load(base: str, headers: dict, make_request, total: int, clients: int, rate: float | None = None) -> dict:
+    """``total`` requests from ``clients`` threads; returns latency percentiles (ms) and throughput.
+
+    Closed loop (``rate`` None): each client sends its next request as soon as the previous one is answered.
+    Open loop (``rate`` in requests/s): request i is due at i / rate (Poisson arrivals); a client takes the next due
+    request, waits for its time and sends it; latency is counted from the due time, so queueing behind a slow
+    server is part of it (no coordinated omission), as long as ``clients`` suffices to keep up with the rate."""
     latencies: list[float] = []
     errors = 0
     lock = threading.Lock()
     counter = iter(range(total))
     counter_lock = threading.Lock()
+    due: list[float] = []
+    if rate:
+        rng = random.Random(5)
+        t = 0.0
+        for _ in range(total):
+            due.append(t)
+            t += rng.expovariate(rate)
+    start = time.perf_counter() + 0.05
 
     def worker(seed_: int) -> None:
         nonlocal errors
@@ -172,10 +241,17 @@ def load(base: str, headers: dict, make_request, total: int, clients: int) -> di
         with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
             while True:
                 with counter_lock:
-                    if next(counter, None) is None:
-                        break
+                    i = next(counter, None)
+                if i is None:
+                    break
                 method, path, kwargs = make_request(rng)
-                t0 = time.perf_counter()
+                if rate:
+                    t0 = start + due[i]
+                    delay = t0 - time.perf_counter()
+                    if delay > 0:
+                        time.sleep(delay)
+                else:
+                    t0 = time.perf_counter()
                 r = client.request(method, path, **kwargs)
                 mine.append((time.perf_counter() - t0) * 1000)
                 if r.status_code >= 400:
@@ -202,6 +278,7 @@ def load(base: str, headers: dict, make_request, total: int, clients: int) -> di
 
 
 def context_request(rng: random.Random):
+    """The agent and the task named: the ranking finds the task's and the agent's entries through indexes."""
     params = {
         "store": "main",
         "agent": rng.choice(AGENTS),
@@ -211,6 +288,14 @@ def context_request(rng: random.Random):
         "max_tokens": 2000,
     }
     return "GET", "/api/v1/context/", {"params": params}
+
+
+def context_agent_only_request(rng: random.Random):
+    """Only the agent named: its ~100 scoped entries do not fill 20 + 20 spare rows, so the ~5,500 store-wide
+    entries are scored too (text rank for every one that matches a query word)."""
+    method, path, kwargs = context_request(rng)
+    del kwargs["params"]["task"]
+    return method, path, kwargs
 
 
 def ping_request(rng: random.Random):
@@ -273,18 +358,36 @@ def ingest(base: str, headers: dict, sessions: int, batch: int, clients: int) ->
     }
 
 
+def _measured(meter: CpuMeter, *args, **kwargs) -> dict:
+    meter.start()
+    result = load(*args, **kwargs)
+    cpu = meter.stop()
+    # CPU milliseconds per request: what a request costs the machine, whatever the load around it.
+    return result | {k[:-2] + "_ms_per_req": v * 1000 / result["requests"] for k, v in cpu.items()}
+
+
+def _median(results: list[dict]) -> dict:
+    keys = [k for k in results[0] if k not in ("requests", "errors")]
+    return {k: statistics.median(r[k] for r in results) for k in keys} | {"errors": sum(r["errors"] for r in results)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", default="dreamweb_bench_h4")
+    parser.add_argument("--db", default="dreamweb_bench_api")
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--requests", type=int, default=3000, help="requests per endpoint per round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1) + 1)
+    parser.add_argument("--worker-class", default="sync", choices=["sync", "gthread"])
+    parser.add_argument("--threads", type=int, default=4, help="threads per worker (gthread)")
+    parser.add_argument("--rates", default="50,100,200", help="open-loop arrival rates, requests/s ('' for none)")
+    parser.add_argument("--open-requests", type=int, default=1500, help="requests per open-loop phase")
     parser.add_argument("--port", type=int, default=8764)
     parser.add_argument("--ingest-sessions", type=int, default=5000)
     parser.add_argument("--keep-db", action="store_true")
     args = parser.parse_args()
+    load_at_start = os.getloadavg()
 
     admin(f'DROP DATABASE IF EXISTS "{args.db}"')
     admin(f'CREATE DATABASE "{args.db}"')
@@ -293,33 +396,58 @@ def main() -> None:
         t0 = time.perf_counter()
         raw = seed(args.db, args.entries)
         print(f"seeded {args.entries} entries in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        server = start_server(args.db, args.port, args.workers)
+        server = start_server(args.db, args.port, args.workers, args.worker_class, args.threads)
+        meter = CpuMeter(server, args.db)
         base = f"http://127.0.0.1:{args.port}"
         headers = {"Authorization": f"Api-Key {raw}"}
         load(base, headers, context_request, 300, 10)  # warm-up: connections, caches, plans
+        load(base, headers, context_agent_only_request, 100, 10)
         load(base, headers, ping_request, 300, 10)
-        rounds = {"ping": [], "context": []}
+        phases = (
+            ("ping", ping_request),
+            ("context", context_request),
+            ("context_agent_only", context_agent_only_request),
+        )
+        rounds: dict[str, list[dict]] = {name: [] for name, _ in phases}
         for n in range(args.rounds):
-            for name, make in (("ping", ping_request), ("context", context_request)):
-                result = load(base, headers, make, args.requests, args.clients)
+            for name, make in phases:
+                result = _measured(meter, base, headers, make, args.requests, args.clients)
                 rounds[name].append(result)
-                print(
-                    f"round {n + 1} {name}: {json.dumps({k: round(v, 2) for k, v in result.items()})}", file=sys.stderr
-                )
-        summary = {
-            name: {k: statistics.median(r[k] for r in results) for k in ("median_ms", "p99_ms", "rps")}
-            | {"errors": sum(r["errors"] for r in results)}
-            for name, results in rounds.items()
-        }
+                shown = {k: round(v, 2) for k, v in result.items()}
+                print(f"round {n + 1} {name}: {json.dumps(shown)}", file=sys.stderr)
+        summary: dict = {name: _median(results) for name, results in rounds.items()}
         summary["throughput_ratio_context_vs_ping"] = summary["context"]["rps"] / summary["ping"]["rps"]
-        summary["ingest"] = ingest(base, headers, args.ingest_sessions, 100, 4)
+        summary["throughput_ratio_context_agent_only_vs_ping"] = (
+            summary["context_agent_only"]["rps"] / summary["ping"]["rps"]
+        )
+        summary["ratio_rounds"] = [c["rps"] / p["rps"] for c, p in zip(rounds["context"], rounds["ping"], strict=True)]
+        open_loop = {}
+        for rate in [float(r) for r in args.rates.split(",") if r.strip()]:
+            for name, make in phases:
+                result = _measured(meter, base, headers, make, args.open_requests, args.clients, rate=rate)
+                open_loop[f"{name}@{rate:g}/s"] = result
+                print(
+                    f"open loop {rate:g}/s {name}: {json.dumps({k: round(v, 2) for k, v in result.items()})}",
+                    file=sys.stderr,
+                )
+        summary["open_loop"] = open_loop
+        single = {}
+        for name, make in phases:
+            single[name] = _measured(meter, base, headers, make, 300, 1)
+        summary["one_client"] = single
+        if args.ingest_sessions:
+            summary["ingest"] = ingest(base, headers, args.ingest_sessions, 100, 4)
         summary["setup"] = {
             "entries": args.entries,
             "clients": args.clients,
             "requests_per_round": args.requests,
             "rounds": args.rounds,
             "gunicorn_workers": args.workers,
+            "worker_class": args.worker_class,
+            "threads": args.threads if args.worker_class == "gthread" else 1,
             "cpus": os.cpu_count(),
+            "load_average_at_start": load_at_start,
+            "load_average_at_end": os.getloadavg(),
         }
         print(json.dumps(summary, indent=2))
     finally:
