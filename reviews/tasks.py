@@ -1,4 +1,4 @@
-"""Celery tasks of the dream cycle. They take ids, never model instances; the work is in reviews/dreams.py.
+"""Celery tasks of the dream cycle. They take ids, never model instances; the work is in reviews/dreams/.
 
 All are ``acks_late`` with ``reject_on_worker_lost``: a worker killed mid-task leaves its message to be delivered
 again, and every step is idempotent (compare-and-set on the run's status and on each analysis row), so a

@@ -10,6 +10,7 @@ import pytest
 from memory.models import AuthorKind, MemoryEntry, MemoryVersion
 from reviews import dreams
 from reviews.analysis.findings import AggregateResult, ProposalDraft, signature
+from reviews.dreams import finalizing
 from reviews.models import AutonomyPolicy, PolicyMode, Proposal, ProposalStatus, RunStatus
 
 from .dream_sessions import ingest, mixed_corpus
@@ -161,14 +162,14 @@ def test_a_target_changed_since_the_dream_gives_conflict(world, crafted, cycle, 
     AutonomyPolicy.objects.create(team=world.team, store=world.store, mode=PolicyMode.AUTONOMOUS)
     from memory.services import Author, update_entry
 
-    original = dreams._apply_policy
+    original = finalizing._apply_policy
 
     def edit_then_apply(run, ids, policy):
         # Someone edits the entry between the aggregation (which read its hash) and the policy's apply.
         update_entry(crafted.human, base_hash=crafted.human.content_hash, author=Author.system(), content="Use 2.")
         return original(run, ids, policy)
 
-    monkeypatch.setattr(dreams, "_apply_policy", edit_then_apply)
+    monkeypatch.setattr(finalizing, "_apply_policy", edit_then_apply)
     run = cycle(world.store)
     medium = Proposal.objects.get(run=run, key_hint="medium")
     assert medium.status == ProposalStatus.CONFLICT and "changed" in medium.decision_reason

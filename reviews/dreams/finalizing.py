@@ -1,0 +1,340 @@
+"""Finalize a run, once: its sessions' findings are aggregated against the memory and the skills, the drafts are
+screened against the proposals already waiting or rejected, stored with their evidence, and the autonomy policy is
+applied; the run gets its counts, cost and status.
+
+Deduplication (docs/dream-pipeline.md): a draft whose signature already waits in this store (pending or
+quarantined) is not stored again and the waiting proposal is left as it is (a reviewer may be reading it); the
+run lists it among its proposals. A draft whose signature was rejected is dropped unless its prevalence (sessions)
+is now higher than at the rejection. Proposals whose risk reasons say poisoning (remote code, sending credentials
+or data away, a secret) are stored as ``quarantined``: never applied and never in the review queue, whatever the
+policy, but kept with their evidence for the record.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Sum
+from django.utils import timezone
+
+from dreamweb import rls
+from memory.models import EntryStatus, MemoryEntry, MemoryStore
+from memory.services import Author
+
+from ..analysis import registry
+from ..analysis.risk import is_poisoned
+from ..models import (
+    AnalysisStatus,
+    AutonomyPolicy,
+    DreamRun,
+    PolicyMode,
+    Proposal,
+    ProposalEvidence,
+    ProposalStatus,
+    RunStatus,
+    SessionAnalysis,
+)
+from .reports import build_report, draft_report
+from .selection import get_policy
+from .steps import _info
+
+# One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
+log = logging.getLogger("reviews.dreams")
+
+# Proposals that already wait for someone (or for nobody: quarantined): a new draft with the same signature is not
+# stored twice.
+WAITING = (ProposalStatus.PENDING, ProposalStatus.APPLYING, ProposalStatus.QUARANTINED)
+
+
+def _session_findings(run: DreamRun) -> list:
+    from ..analysis.findings import SessionFindings
+
+    rows = (
+        SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE)
+        .order_by("id")
+        .values_list("session_id", "session__external_id", "session__agent", "session__task", "findings")
+    )
+    return [SessionFindings(sid, eid, agent, task, list(findings or [])) for sid, eid, agent, task, findings in rows]
+
+
+def _memory(store: MemoryStore) -> list[dict]:
+    return list(
+        MemoryEntry.objects.filter(store=store, status=EntryStatus.ACTIVE)
+        .order_by("key")
+        .values("key", "content", "content_hash", "scope_agent", "scope_task", "origin")
+    )
+
+
+def _skills(team_id: int) -> list[dict]:
+    from skills_registry.models import Skill
+
+    return list(Skill.objects.filter(team_id=team_id).published().values("name", "description", "body", "content_hash"))
+
+
+# --- skill proposals (skills registry, issue 6) -------------------------------------------------------------------
+def _skill_proposals(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> list:
+    """Skill drafts (an update of the skill whose domain a recurring lesson belongs to; a new skill for a recurring
+    procedure no skill covers), risk-assessed and redacted like the memory drafts. They are never auto-applied:
+    reviews.services.policy_allows refuses target_kind "skill" whatever the policy (skills are promoted by people)."""
+    from skills_registry.dreaming import dream_skill_drafts
+
+    from ..analysis.findings import ProposalDraft
+    from ..analysis.risk import assess, redact_draft
+
+    drafts = []
+    for fields in dream_skill_drafts(
+        run.team_id,
+        sessions,
+        sessions_analysed=len(sessions),
+        min_sessions=policy.min_sessions,
+        min_share=policy.min_share,
+    ):
+        draft = ProposalDraft(**fields)
+        allowed = list(run.team.allowed_hosts or [])
+        draft.risk, draft.risk_reasons = assess(draft, store_kind=run.store.kind, allowed_hosts=allowed)
+        redact_draft(draft)
+        drafts.append(draft)
+    return drafts
+
+
+@dataclass
+class _Screened:
+    new: list  # drafts to store
+    waiting: dict  # signature → id of the proposal already waiting
+    suppressed: list  # drafts dropped because a reviewer rejected them at the same or higher prevalence
+
+
+def _screen(store: MemoryStore, drafts: list) -> _Screened:
+    unique: dict[str, object] = {}
+    for d in drafts:
+        unique.setdefault(d.signature, d)  # one proposal per signature, even if the aggregation repeated one
+    waiting: dict[str, int] = {}
+    rejected: dict[str, int] = {}
+    rows = Proposal.objects.filter(store=store, signature__in=list(unique)).values_list(
+        "id", "signature", "status", "prevalence_sessions"
+    )
+    for pk, sig, status, prevalence in rows:
+        if status in WAITING:
+            waiting.setdefault(sig, pk)
+        elif status == ProposalStatus.REJECTED:
+            rejected[sig] = max(rejected.get(sig, 0), prevalence)
+    new, suppressed = [], []
+    for sig, d in unique.items():
+        if sig in waiting:
+            continue
+        if sig in rejected and d.prevalence_sessions <= rejected[sig]:
+            suppressed.append(d)
+            continue
+        new.append(d)
+    return _Screened(new, {s: pk for s, pk in waiting.items()}, suppressed)
+
+
+def _clip(value: str | None, length: int) -> str | None:
+    return value[:length] if isinstance(value, str) else value
+
+
+def _persist(run: DreamRun, drafts: list) -> list[int]:
+    """Store the drafts as proposals with their evidence (bulk); returns the new proposals' ids."""
+    if not drafts:
+        return []
+    objs = [
+        Proposal(
+            team_id=run.team_id,
+            store_id=run.store_id,
+            run=run,
+            target_kind=d.target_kind,
+            operation=d.operation,
+            targets=list(d.targets or []),
+            target_hashes=dict(d.target_hashes or {}),
+            content=d.content,
+            key_hint=_clip(d.key_hint or "", 200),
+            scope_agent=_clip(d.scope_agent, 100),
+            scope_task=_clip(d.scope_task, 100),
+            kind=_clip(d.kind or "", 40),
+            rationale=d.rationale or "",
+            prevalence_sessions=d.prevalence_sessions,
+            prevalence_of=d.prevalence_of,
+            confidence=float(d.confidence),
+            risk=d.risk,
+            risk_reasons=list(d.risk_reasons or []),
+            status=ProposalStatus.QUARANTINED if is_poisoned(d.risk, d.risk_reasons) else ProposalStatus.PENDING,
+            signature=d.signature,
+        )
+        for d in drafts
+    ]
+    # A concurrent run of the same store may have stored the same signature meanwhile: the unique constraint
+    # (one pending per signature) keeps one, and the ids are read back by signature.
+    Proposal.objects.bulk_create(objs, batch_size=500, ignore_conflicts=True)
+    ids = dict(Proposal.objects.filter(run=run).values_list("signature", "id"))
+    evidence = [
+        ProposalEvidence(
+            team_id=run.team_id,
+            proposal_id=ids[d.signature],
+            session_id=e["session_id"],
+            event_index=int(e.get("event_index") or 0),
+            excerpt=e.get("excerpt") or "",
+            trust=e.get("trust") or "agent",
+        )
+        for d in drafts
+        if d.signature in ids
+        for e in d.evidence
+    ]
+    ProposalEvidence.objects.bulk_create(evidence, batch_size=1000)
+    return sorted(ids.values())
+
+
+def _apply_policy(run: DreamRun, proposal_ids: list[int], policy: AutonomyPolicy) -> dict[str, int]:
+    """Apply what the store's policy allows, one proposal at a time (each all-or-nothing; a stale target gives
+    conflict). Quarantined and high-risk proposals never get here (policy_allows says no)."""
+    from ..services import NotPending, apply_proposal, policy_allows
+
+    counts = {"applied": 0, "conflict": 0}
+    if policy.mode == PolicyMode.MANUAL or not proposal_ids:
+        return counts
+    with rls.team_scope(run.team_id):
+        proposals = list(
+            Proposal.objects.filter(pk__in=proposal_ids, status=ProposalStatus.PENDING)
+            .select_related("store", "team", "run")
+            .order_by("id")
+        )
+    for proposal in proposals:
+        if not policy_allows(proposal, policy):
+            continue
+        with rls.team_scope(run.team_id):
+            try:
+                done = apply_proposal(proposal, author=Author.dream(run.pk), reason=f"applied by dream #{run.pk}")
+            except NotPending:
+                continue
+        counts["applied" if done.status == ProposalStatus.APPLIED else "conflict"] += 1
+    return counts
+
+
+def finalize(run_id: int) -> dict | None:
+    """Aggregate, persist and apply, once per run (running → aggregating compare-and-set); returns the run's
+    report (dream-output.schema.json), or None when another finalize got there first."""
+    info = _info(run_id)
+    if info is None:
+        log.warning("finalize: dream run %s does not exist", run_id)
+        return None
+    with rls.team_scope(info.team_id):
+        claimed = DreamRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(status=RunStatus.AGGREGATING)
+    if not claimed:
+        return None
+    try:
+        return _finalize(run_id, info.team_id)
+    except Exception as exc:  # noqa: BLE001 - the run is marked failed with its error, then the task ends
+        log.exception("dream #%s failed while aggregating", run_id)
+        with rls.team_scope(info.team_id):
+            DreamRun.objects.filter(pk=run_id).update(
+                status=RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000], finished_at=timezone.now()
+            )
+            run = DreamRun.objects.select_related("store").get(pk=run_id)
+            return build_report(run, proposals=[])
+
+
+def _finalize(run_id: int, team_id: int) -> dict:
+    from ..analysis import aggregate as aggregate_mod
+
+    with rls.team_scope(team_id):
+        run = DreamRun.objects.select_related("store", "team").get(pk=run_id)
+        # Anything still pending was never analysed (finalize reached by hand); it counts as failed.
+        SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.PENDING).update(
+            status=AnalysisStatus.FAILED, error="not analysed before the run was finalized", finished_at=timezone.now()
+        )
+        policy = get_policy(run.store)
+        sessions = _session_findings(run)
+        memory = _memory(run.store)
+        result = aggregate_mod.aggregate(
+            sessions,
+            sessions_analysed=len(sessions),
+            memory=memory,
+            skills=_skills(team_id),
+            min_sessions=policy.min_sessions,
+            min_share=policy.min_share,
+            store_kind=run.store.kind,
+            allowed_hosts=list(run.team.allowed_hosts or []),
+        )
+        result.proposals += _skill_proposals(run, sessions, policy)  # skills registry (issue 6)
+        screened = _screen(run.store, list(result.proposals))
+        totals = SessionAnalysis.objects.filter(run=run).aggregate(
+            tokens_input=Sum("tokens_input"), tokens_output=Sum("tokens_output")
+        )
+        done = len(sessions)
+        failed = SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.FAILED).count()
+        first_error = (
+            SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.FAILED)
+            .order_by("id")
+            .values_list("error", flat=True)
+            .first()
+        )
+        new_ids = [] if run.dry_run else _persist(run, screened.new)
+        cap = int(getattr(settings, "DREAMWEB_ISOLATED_CAP", 200))
+        tokens_in, tokens_out = totals["tokens_input"] or 0, totals["tokens_output"] or 0
+        options = dict(run.options)
+        options.update(
+            {
+                "waiting": sorted(screened.waiting.values()),
+                "suppressed_rejected": len(screened.suppressed),
+                "reinforced": len(result.reinforced),
+                "withheld": len(getattr(result, "withheld", []) or []),
+                "isolated_total": len(result.isolated),
+                "memory_hash_aggregated": _hash_of(memory),
+            }
+        )
+        DreamRun.objects.filter(pk=run_id).update(
+            sessions_analysed=done,
+            sessions_failed=failed,
+            tokens_input=tokens_in,
+            tokens_output=tokens_out,
+            cost_usd=_cost(run.analyzer, tokens_in, tokens_out),
+            isolated=list(result.isolated[:cap]),
+            proposals_count=len(new_ids) if not run.dry_run else len(screened.new) + len(screened.waiting),
+            options=options,
+        )
+    applied = {"applied": 0, "conflict": 0}
+    if not run.dry_run:
+        applied = _apply_policy(run, new_ids, policy)
+    if failed and not done:
+        status, error = RunStatus.FAILED, f"all {failed} session analyses failed; first: {first_error}"
+    elif failed:
+        status, error = RunStatus.PARTIAL, f"{failed} of {done + failed} session analyses failed; first: {first_error}"
+    else:
+        status, error = RunStatus.SUCCEEDED, ""
+    with rls.team_scope(team_id):
+        DreamRun.objects.filter(pk=run_id).update(status=status, error=error[:4000], finished_at=timezone.now())
+        run.refresh_from_db()
+        log.info(
+            "dream #%s %s: %s proposals (%s applied, %s conflicts), %s sessions, %s failed",
+            run_id,
+            status,
+            run.proposals_count,
+            applied["applied"],
+            applied["conflict"],
+            done,
+            failed,
+        )
+        if run.dry_run:
+            previews = [draft_report(d) for d in screened.new]
+            previews += [draft_report(d) for d in result.proposals if d.signature in screened.waiting]
+            return build_report(run, proposals=previews, isolated=list(result.isolated[:cap]))
+        return build_report(run)
+
+
+def _hash_of(memory: list[dict]) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for m in memory:
+        digest.update(
+            f"{m['key']}\x00{m['scope_agent'] or ''}\x00{m['scope_task'] or ''}\x00{m['content_hash']}\n".encode()
+        )
+    return digest.hexdigest()
+
+
+def _cost(label: str, tokens_in: int, tokens_out: int) -> Decimal:
+    from ..analysis.openai_analyzer import estimate_cost
+
+    return Decimal(str(round(estimate_cost(registry.model_of(label), tokens_in, tokens_out), 4)))

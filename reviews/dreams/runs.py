@@ -1,0 +1,212 @@
+"""Start a dream run and wait for it; a dry run (nothing persisted) and a recorded preview (the dry run's proposals
+written on its run row)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from dreamweb import rls
+from memory.models import MemoryStore
+from memory.services import memory_hash
+
+from ..analysis import registry
+from ..models import DreamRun, RunStatus, Trigger
+from .finalizing import finalize
+from .selection import FINISHED, get_policy
+from .steps import _enqueue, _info, dispatch
+
+# One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
+log = logging.getLogger("reviews.dreams")
+
+
+class RunInProgress(RuntimeError):
+    """A run of this store is still going; start another when it has finished."""
+
+
+# A run older than this that never finished (its worker died with the queue lost) no longer blocks new runs.
+STALE_AFTER = timedelta(hours=2)
+
+
+def start_run(
+    store: MemoryStore,
+    *,
+    trigger: str = Trigger.COMMAND,
+    user=None,
+    dry_run: bool = False,
+    all_sessions: bool = False,
+    analyzer: str | None = None,
+    max_sessions: int | None = None,
+    agents: Sequence[str] | None = None,
+    wait: bool = False,
+    record: bool = True,
+    on_progress: Callable[[DreamRun], None] | None = None,
+    poll_seconds: float = 0.5,
+) -> DreamRun:
+    """Start a dream cycle over the store. The status row is written first; the work is enqueued when the
+    transaction commits. With ``wait`` this returns when the run has finished (outside any transaction only).
+
+    A dry run proposes without storing any proposal, analysis or policy: the cycle runs inside a transaction that
+    is rolled back. With ``record`` (pages, API) a DreamRun row (dry_run=True) is kept to show the preview
+    (``options["preview"]``) and the progress; without it (``manage.py dream --dry-run``) nothing at all is
+    persisted: the cycle runs here, now, and the DreamRun returned is not saved (pk None) and carries the report
+    as ``run.report`` (a dream-output.schema.json document).
+
+    Raises RunInProgress when a (non-dry) run of the store is still going, UnknownAnalyzer (a ValueError) for an
+    analyzer name that does not exist."""
+    if dry_run and not record:
+        return _dry_run(
+            store,
+            trigger=trigger,
+            user=user,
+            all_sessions=all_sessions,
+            analyzer=analyzer,
+            max_sessions=max_sessions,
+            agents=agents,
+        )
+    if wait and connection.in_atomic_block:
+        raise RuntimeError("start_run(wait=True) must be called outside a transaction: the run starts on commit")
+    from .. import tasks
+
+    with rls.team_scope(store.team_id):
+        if not dry_run:
+            busy = DreamRun.objects.filter(
+                store=store,
+                dry_run=False,
+                status__in=[RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AGGREGATING],
+                created_at__gte=timezone.now() - STALE_AFTER,
+            ).first()
+            if busy is not None:
+                raise RunInProgress(f"dream #{busy.pk} over {store.slug} is still {busy.status}")
+        run = _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessions, agents)
+        run_id = run.pk
+        task = tasks.preview_run if dry_run else tasks.dispatch_run
+        transaction.on_commit(lambda: _enqueue(task, run_id))
+    if wait:
+        run = wait_for(run, on_progress=on_progress, poll_seconds=poll_seconds)
+    return run
+
+
+def _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessions, agents) -> DreamRun:
+    policy = get_policy(store)
+    label = registry.resolve(analyzer or policy.analyzer)
+    options = {
+        "max_sessions": int(max_sessions if max_sessions is not None else policy.max_sessions),
+        "agents": list(agents if agents is not None else (policy.agents or [])),
+        "token_budget": int(policy.token_budget),
+        "batch_size": int(getattr(settings, "DREAMWEB_DREAM_BATCH_SIZE", 25)),
+    }
+    return DreamRun.objects.create(
+        team_id=store.team_id,
+        store=store,
+        trigger=trigger,
+        dry_run=dry_run,
+        all_sessions=all_sessions,
+        analyzer=label,
+        memory_hash=memory_hash(store),
+        options=options,
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+
+
+def wait_for(
+    run: DreamRun,
+    *,
+    on_progress: Callable[[DreamRun], None] | None = None,
+    poll_seconds: float = 0.5,
+    timeout: float | None = None,
+) -> DreamRun:
+    """Poll the run row until it has finished; ``on_progress(run)`` whenever its progress changes."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    seen = None
+    while True:
+        with rls.team_scope(run.team_id):
+            run.refresh_from_db()
+        state = (run.status, run.sessions_analysed, run.sessions_failed)
+        if on_progress and state != seen:
+            on_progress(run)
+        seen = state
+        if run.status in FINISHED:
+            return run
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"dream #{run.pk} still {run.status} after {timeout} s")
+        time.sleep(poll_seconds)
+
+
+def _dry_run(store, *, trigger, user, all_sessions, analyzer, max_sessions, agents) -> DreamRun:
+    """The whole cycle in this process, inside a transaction that is rolled back: the same code as a real run,
+    nothing persisted (no run row, no analyses, no policy row, no proposals)."""
+    from .. import tasks
+
+    with transaction.atomic():
+        with rls.team_scope(store.team_id):
+            run = _create_run(store, trigger, user, True, all_sessions, analyzer, max_sessions, agents)
+        for batch in dispatch(run.pk):
+            tasks.analyze_sessions.apply(args=[run.pk, batch], throw=True)
+        report = finalize(run.pk)
+        with rls.team_scope(store.team_id):
+            run.refresh_from_db()
+        transaction.set_rollback(True)
+    run.pk = run.id = None
+    run.report = report
+    return run
+
+
+def preview(run_id: int) -> None:
+    """A recorded dry run (pages, API): run the cycle without persisting it, then write what it would propose
+    and its counts on the run row (queued → running → its final status)."""
+    info = _info(run_id)
+    if info is None:
+        log.warning("preview: dream run %s does not exist", run_id)
+        return
+    with rls.team_scope(info.team_id):
+        if not DreamRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+            status=RunStatus.RUNNING, started_at=timezone.now()
+        ):
+            return
+        recorded = DreamRun.objects.select_related("store").get(pk=run_id)
+    opts = recorded.options or {}
+    try:
+        dry = _dry_run(
+            recorded.store,
+            trigger=recorded.trigger,
+            user=None,
+            all_sessions=recorded.all_sessions,
+            analyzer=recorded.analyzer,
+            max_sessions=opts.get("max_sessions"),
+            agents=opts.get("agents"),
+        )
+    except Exception as exc:  # noqa: BLE001 - the preview fails with its error saved on the row
+        log.exception("dry run #%s failed", run_id)
+        with rls.team_scope(info.team_id):
+            DreamRun.objects.filter(pk=run_id).update(
+                status=RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000], finished_at=timezone.now()
+            )
+        return
+    doc = dry.report or {}
+    items = [
+        {**p, "prevalence_sessions": p["prevalence"]["sessions"], "prevalence_of": p["prevalence"]["of"]}
+        for p in doc.get("proposals", [])
+    ]
+    with rls.team_scope(info.team_id):
+        DreamRun.objects.filter(pk=run_id).update(
+            status=dry.status,
+            error=dry.error,
+            memory_hash=dry.memory_hash,
+            sessions_selected=dry.sessions_selected,
+            sessions_analysed=dry.sessions_analysed,
+            sessions_failed=dry.sessions_failed,
+            tokens_input=dry.tokens_input,
+            tokens_output=dry.tokens_output,
+            cost_usd=dry.cost_usd,
+            proposals_count=len(items),
+            isolated=list(doc.get("isolated") or []),
+            options={**opts, **(dry.options or {}), "preview": items},
+            finished_at=timezone.now(),
+        )

@@ -1,0 +1,86 @@
+"""Policy and selection: the store's autonomy policy, the sessions a cycle reads, and the texts Dreamweb itself
+served into them (which the analyzers do not count as new evidence)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from django.db.models import F, Q
+
+from memory.models import AgentSession, ContextServe, MemoryEntry, MemoryStore, MemoryVersion
+
+from ..models import AnalysisStatus, AutonomyPolicy, RunStatus, SessionAnalysis
+
+FINISHED = (RunStatus.SUCCEEDED, RunStatus.PARTIAL, RunStatus.FAILED)
+
+
+def get_policy(store: MemoryStore) -> AutonomyPolicy:
+    """The store's autonomy policy; a default (manual) one is created on first use."""
+    policy, _ = AutonomyPolicy.objects.get_or_create(store=store, defaults={"team_id": store.team_id})
+    return policy
+
+
+def select_sessions(
+    store: MemoryStore,
+    *,
+    limit: int,
+    all_sessions: bool = False,
+    agents: Sequence[str] = (),
+    exclude_run_id: int | None = None,
+) -> list[int]:
+    """Ids of the sessions a cycle over this store reads: only the store's team's sessions (optionally only these
+    agents), not consumed by an earlier non-dry-run cycle of this store unless ``all_sessions``, newest first, at
+    most ``limit``. A session is consumed when a cycle that did not fail analysed it (or is analysing it now); a
+    session whose analysis failed is read again next time."""
+    sessions = AgentSession.objects.filter(team_id=store.team_id)
+    if agents:
+        sessions = sessions.filter(agent__in=list(agents))
+    if not all_sessions:
+        consumed = SessionAnalysis.objects.filter(team_id=store.team_id, run__store=store, run__dry_run=False).filter(
+            Q(status=AnalysisStatus.DONE, run__status__in=[*FINISHED[:2], RunStatus.RUNNING, RunStatus.AGGREGATING])
+            | Q(status=AnalysisStatus.PENDING, run__status=RunStatus.RUNNING)
+        )
+        if exclude_run_id is not None:
+            consumed = consumed.exclude(run_id=exclude_run_id)
+        sessions = sessions.exclude(pk__in=consumed.values("session_id"))
+    ordered = sessions.order_by(F("started_at").desc(nulls_last=True), "-id")
+    return list(ordered.values_list("pk", flat=True)[: max(0, int(limit))])
+
+
+def served_texts(team_id: int, external_ids: Iterable[str]) -> dict[str, list[str]]:
+    """The texts Dreamweb itself served into each session (memory entry versions and skills), by external id:
+    the analyzers do not count them as new evidence (dreams do not eat dreams)."""
+    serves = list(
+        ContextServe.objects.filter(team_id=team_id, session_external_id__in=list(external_ids)).values_list(
+            "session_external_id", "entries", "skills"
+        )
+    )
+    if not serves:
+        return {}
+    entry_ids = {int(e["entry_id"]) for _, entries, _ in serves for e in entries or [] if e.get("entry_id")}
+    versions = {
+        (entry_id, number): content
+        for entry_id, number, content in MemoryVersion.objects.filter(
+            team_id=team_id, entry_id__in=entry_ids
+        ).values_list("entry_id", "number", "content")
+    }
+    current = dict(MemoryEntry.objects.filter(team_id=team_id, pk__in=entry_ids).values_list("pk", "content"))
+    skill_names = {s["name"] for _, _, skills in serves for s in skills or [] if s.get("name")}
+    skill_texts: dict[str, str] = {}
+    if skill_names:
+        from skills_registry.models import Skill
+
+        for name, description, body in Skill.objects.filter(team_id=team_id, name__in=skill_names).values_list(
+            "name", "description", "body"
+        ):
+            skill_texts[name] = f"{description}\n{body}"
+    out: dict[str, list[str]] = {}
+    for external_id, entries, skills in serves:
+        texts = out.setdefault(external_id, [])
+        for e in entries or []:
+            entry_id = int(e.get("entry_id") or 0)
+            text = versions.get((entry_id, e.get("version"))) or current.get(entry_id)
+            if text:
+                texts.append(text)
+        texts += [skill_texts[s["name"]] for s in skills or [] if s.get("name") in skill_texts]
+    return out

@@ -1,0 +1,300 @@
+"""The steps the Celery tasks run (reviews/tasks.py): dispatch a run's batches, analyse a batch and save its results,
+fail a batch, and enqueue finalize once nothing is pending. Each takes ids and is idempotent."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from dreamweb import rls
+from memory.models import AgentSession
+from memory.sessions import session_document
+
+from ..analysis import registry
+from ..models import AnalysisStatus, DreamRun, RunStatus, SessionAnalysis
+from .selection import select_sessions, served_texts
+
+# One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
+log = logging.getLogger("reviews.dreams")
+
+
+class RetryLater(Exception):
+    """A batch hit a transient error (rate limit, timeout, connection); the task retries it with backoff."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+        super().__init__(str(error))
+
+
+def transient_errors() -> tuple[type[Exception], ...]:
+    """The language model's transient errors. Only an analyzer that imported openai can raise them, so a rules-only
+    worker does not pay the SDK's import time (seconds) for nothing."""
+    sdk = sys.modules.get("openai")
+    if sdk is None:
+        return ()
+    return (sdk.RateLimitError, sdk.APITimeoutError, sdk.APIConnectionError)
+
+
+@dataclass
+class _RunInfo:
+    team_id: int
+    status: str
+    analyzer: str
+    dry_run: bool
+    options: dict
+
+
+def _info(run_id: int) -> _RunInfo | None:
+    # The run's team is looked up across teams (trusted code); everything else happens inside that team's scope.
+    with rls.system_scope():
+        row = (
+            DreamRun.objects.filter(pk=run_id)
+            .values_list("team_id", "status", "analyzer", "dry_run", "options")
+            .first()
+        )
+    return _RunInfo(*row) if row else None
+
+
+def dispatch(run_id: int) -> list[list[int]]:
+    """Select the run's sessions (once: queued → running) and return the batches still to analyse. A real run
+    sends them to the workers when this commits; a redelivered dispatch of a running run sends the pending ones
+    again (analysis is idempotent, so at worst some work is repeated, never counted twice)."""
+    info = _info(run_id)
+    if info is None:
+        log.warning("dispatch: dream run %s does not exist", run_id)
+        return []
+    with rls.team_scope(info.team_id):
+        run = DreamRun.objects.select_related("store").get(pk=run_id)
+        if run.status == RunStatus.QUEUED:
+            ids = select_sessions(
+                run.store,
+                limit=run.options.get("max_sessions", 1000),
+                all_sessions=run.all_sessions,
+                agents=run.options.get("agents") or (),
+                exclude_run_id=run.pk,
+            )
+            claimed = DreamRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+                status=RunStatus.RUNNING, sessions_selected=len(ids), started_at=timezone.now()
+            )
+            if not claimed:
+                return []
+            SessionAnalysis.objects.bulk_create(
+                [SessionAnalysis(team_id=info.team_id, run_id=run_id, session_id=i) for i in ids],
+                batch_size=2000,
+                ignore_conflicts=True,
+            )
+            log.info("dream #%s: %s sessions selected", run_id, len(ids))
+        elif run.status != RunStatus.RUNNING:
+            return []
+        pending = list(
+            SessionAnalysis.objects.filter(run_id=run_id, status=AnalysisStatus.PENDING)
+            .order_by("id")
+            .values_list("session_id", flat=True)
+        )
+        size = max(1, int(run.options.get("batch_size") or 25))
+        batches = [pending[i : i + size] for i in range(0, len(pending), size)]
+        if not info.dry_run:
+            transaction.on_commit(lambda: _fan_out(run_id, batches))
+    return batches
+
+
+def _enqueue(task, *args) -> None:
+    """task.delay, or without a broker task.apply: the same code in this process (and no broker connection made)."""
+    if task.app.conf.task_always_eager:
+        task.apply(args=args)
+    else:
+        task.delay(*args)
+
+
+def _fan_out(run_id: int, batches: list[list[int]]) -> None:
+    from celery import group
+
+    from .. import tasks
+
+    if not batches:
+        _enqueue(tasks.finalize_run, run_id)
+    elif tasks.analyze_sessions.app.conf.task_always_eager:
+        for batch in batches:  # no broker: one after the other, here
+            tasks.analyze_sessions.apply(args=[run_id, batch])
+    else:
+        group(tasks.analyze_sessions.si(run_id, batch) for batch in batches).apply_async()
+
+
+def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: bool = True) -> None:
+    """Analyse the batch's sessions that are still pending in this run. Each result is saved with a
+    compare-and-set on the analysis row (pending → done/failed) and counted once. A transient error stops the
+    batch and raises RetryLater (the rest stay pending) unless this is the final attempt, when the session fails
+    with that error."""
+    info = _info(run_id)
+    if info is None:
+        log.warning("analyze: dream run %s does not exist", run_id)
+        return
+    if info.status != RunStatus.RUNNING:
+        log.info("analyze: dream run %s is %s; nothing to do", run_id, info.status)
+        return
+    analyzer = registry.get(info.analyzer)
+    with rls.team_scope(info.team_id):
+        todo = dict(
+            SessionAnalysis.objects.filter(
+                run_id=run_id, session_id__in=list(session_ids), status=AnalysisStatus.PENDING
+            ).values_list("session_id", "id")
+        )
+        by_id = {s.pk: s for s in AgentSession.objects.filter(team_id=info.team_id, pk__in=list(todo))}
+        served = served_texts(info.team_id, [s.external_id for s in by_id.values()])
+        spent = 0
+        if analyzer.uses_tokens:
+            row = DreamRun.objects.filter(pk=run_id).values_list("tokens_input", "tokens_output").first()
+            spent = sum(row or (0, 0))
+    budget = int(info.options.get("token_budget") or 0)
+    transient = transient_errors()
+    results: list[dict] = []
+    retry: Exception | None = None
+    last_save = time.monotonic()
+    for session_id in session_ids:
+        session = by_id.get(session_id)
+        if session_id not in todo or session is None:
+            continue
+        result = {"id": todo[session_id], "tokens_input": 0, "tokens_output": 0, "findings": [], "error": ""}
+        if analyzer.uses_tokens and budget and spent >= budget:
+            result.update(status=AnalysisStatus.FAILED, error=f"token budget spent ({spent} of {budget} tokens)")
+        else:
+            try:
+                analysis = analyzer.analyze(session_document(session), served=served.get(session.external_id, ()))
+            except transient as exc:
+                if not final_attempt:
+                    retry = exc
+                    break
+                result.update(status=AnalysisStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000])
+            except Exception as exc:  # noqa: BLE001 - one session's failure is recorded, the run goes on
+                log.warning("dream #%s: analysis of session %s failed: %r", run_id, session.external_id, exc)
+                result.update(
+                    status=AnalysisStatus.FAILED,
+                    error=f"{type(exc).__name__}: {exc}"[:2000],
+                    tokens_input=int(getattr(exc, "tokens_input", 0) or 0),
+                    tokens_output=int(getattr(exc, "tokens_output", 0) or 0),
+                )
+            else:
+                result.update(
+                    status=AnalysisStatus.DONE,
+                    findings=list(analysis.findings),
+                    tokens_input=int(analysis.tokens_input or 0),
+                    tokens_output=int(analysis.tokens_output or 0),
+                )
+        spent += result["tokens_input"] + result["tokens_output"]
+        results.append(result)
+        # A slow analyzer (a model) saves each result at once, so the page shows progress and a crash loses little.
+        if time.monotonic() - last_save > 1.0:
+            _save(run_id, info.team_id, results)
+            results, last_save = [], time.monotonic()
+    _save(run_id, info.team_id, results)
+    if retry is not None:
+        raise RetryLater(retry)
+    if not info.dry_run:
+        maybe_finalize(run_id, info.team_id)
+
+
+def _save(run_id: int, team_id: int, results: list[dict]) -> None:
+    """Write a batch's results to the analyses still pending, and count only those (compare-and-set per row: a
+    redelivered copy of the batch running at the same time waits for the row lock, then finds the row done and
+    writes and counts nothing)."""
+    if not results:
+        return
+    now = timezone.now()
+    with rls.team_scope(team_id):
+        changed = _update_pending(results, now)
+        counts = {"done": 0, "failed": 0, "tokens_input": 0, "tokens_output": 0}
+        for r in results:
+            if r["id"] in changed:
+                counts["done" if r["status"] == AnalysisStatus.DONE else "failed"] += 1
+                counts["tokens_input"] += r["tokens_input"]
+                counts["tokens_output"] += r["tokens_output"]
+        if changed:
+            DreamRun.objects.filter(pk=run_id).update(
+                sessions_analysed=F("sessions_analysed") + counts["done"],
+                sessions_failed=F("sessions_failed") + counts["failed"],
+                tokens_input=F("tokens_input") + counts["tokens_input"],
+                tokens_output=F("tokens_output") + counts["tokens_output"],
+            )
+        if log.isEnabledFor(logging.INFO):
+            row = DreamRun.objects.filter(pk=run_id).values_list(
+                "sessions_analysed", "sessions_failed", "sessions_selected"
+            )
+            for analysed, failed, selected in row:
+                log.info("dream #%s: %s of %s sessions analysed, %s failed", run_id, analysed, selected, failed)
+
+
+def _update_pending(results: list[dict], now) -> set[int]:
+    """Set each result on its analysis row where the row is still pending; the ids of the rows changed."""
+    if connection.vendor != "postgresql":
+        changed = set()
+        for r in results:
+            if SessionAnalysis.objects.filter(pk=r["id"], status=AnalysisStatus.PENDING).update(
+                status=r["status"],
+                findings=r["findings"],
+                tokens_input=r["tokens_input"],
+                tokens_output=r["tokens_output"],
+                error=r["error"],
+                finished_at=now,
+            ):
+                changed.add(r["id"])
+        return changed
+    # One statement for the whole batch on PostgreSQL (a batch's 25 single-row updates cost ten times more).
+    table = connection.ops.quote_name(SessionAnalysis._meta.db_table)
+    values = ", ".join(["(%s::bigint, %s, %s::jsonb, %s::integer, %s::integer, %s)"] * len(results))
+    params: list = []
+    for r in results:
+        params += [r["id"], r["status"], json.dumps(r["findings"]), r["tokens_input"], r["tokens_output"], r["error"]]
+    # Only the table name and placeholders are formatted in; every value is a parameter.
+    sql = (
+        f"UPDATE {table} AS a SET status = v.status, findings = v.findings, tokens_input = v.ti, "  # noqa: S608
+        f"tokens_output = v.tout, error = v.error, finished_at = %s "
+        f"FROM (VALUES {values}) AS v(id, status, findings, ti, tout, error) "
+        f"WHERE a.id = v.id AND a.status = %s RETURNING a.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [now, *params, AnalysisStatus.PENDING])
+        return {row[0] for row in cursor.fetchall()}
+
+
+def fail_batch(run_id: int, session_ids: Sequence[int], error: str) -> None:
+    """Mark the batch's still-pending analyses failed with ``error`` and let the run go on to its end."""
+    info = _info(run_id)
+    if info is None:
+        return
+    with rls.team_scope(info.team_id):
+        ids = list(
+            SessionAnalysis.objects.filter(
+                run_id=run_id, session_id__in=list(session_ids), status=AnalysisStatus.PENDING
+            ).values_list("pk", flat=True)
+        )
+    results = [
+        {"id": pk, "status": AnalysisStatus.FAILED, "findings": [], "tokens_input": 0, "tokens_output": 0}
+        | {"error": error[:2000]}
+        for pk in ids
+    ]
+    _save(run_id, info.team_id, results)
+    if not info.dry_run:
+        maybe_finalize(run_id, info.team_id)
+
+
+def maybe_finalize(run_id: int, team_id: int) -> bool:
+    """Enqueue finalize_run once nothing is pending. Each batch checks after its own commit, so the last one to
+    commit sees every other batch done; two that both see it enqueue two finalizes, and the compare-and-set in
+    finalize lets one through."""
+    from .. import tasks
+
+    with rls.team_scope(team_id):
+        if SessionAnalysis.objects.filter(run_id=run_id, status=AnalysisStatus.PENDING).exists():
+            return False
+        if not DreamRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).exists():
+            return False
+    _enqueue(tasks.finalize_run, run_id)
+    return True
