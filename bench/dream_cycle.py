@@ -30,38 +30,26 @@ import time
 import uuid
 from pathlib import Path
 
+from _scratch import ScratchDatabase
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 if not CORPUS.exists():
     CORPUS = Path("/work/shared/corpus")
 PY = sys.executable
-OWNER = os.environ.get("DATABASE_OWNER_URL", "postgres://dreamweb_owner:dreamweb_owner@127.0.0.1:5432/dreamweb")
-APP = os.environ.get("DATABASE_URL", "postgres://dreamweb_app:dreamweb_app@127.0.0.1:5432/dreamweb")
-if not APP.startswith("postgres"):
-    APP = "postgres://dreamweb_app:dreamweb_app@127.0.0.1:5432/dreamweb"
-DB = "dreamweb_bench_cycle"
+# Kept after the run, so that --skip-setup can measure again without loading the sessions again.
+DB = ScratchDatabase("dreamweb_bench_cycle")
 REDIS_URL = "redis://127.0.0.1:6379/2"
-
-
-def with_db(url: str, name: str) -> str:
-    return url.rsplit("/", 1)[0] + "/" + name
 
 
 def base_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DREAMWEB_TEST_DB_NAME")}
-    env.update({"DATABASE_URL": with_db(APP, DB), "PYTHONUNBUFFERED": "1", **extra})
+    env.update({"DATABASE_URL": DB.app_url, "PYTHONUNBUFFERED": "1", **extra})
     return env
 
 
 def setup(n: int) -> None:
-    import psycopg
-
-    with psycopg.connect(with_db(OWNER, "postgres"), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{DB}"')
-    subprocess.run(
-        [PY, "manage.py", "migrate", "-v0"], cwd=ROOT, env=base_env(DATABASE_URL=with_db(OWNER, DB)), check=True
-    )
+    DB.create(env=base_env())
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
             [PY, str(CORPUS / "gen_corpus.py"), str(CORPUS / "dev-scenario.json"), tmp], check=True, capture_output=True

@@ -22,31 +22,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from _scratch import ScratchDatabase
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 if not CORPUS.exists():
     CORPUS = Path("/work/shared/corpus")
 PY = sys.executable
-
-OWNER = os.environ.get("DATABASE_OWNER_URL", "postgres://dreamweb_owner:dreamweb_owner@127.0.0.1:5432/dreamweb")
-APP = os.environ.get("DATABASE_URL", "postgres://dreamweb_app:dreamweb_app@127.0.0.1:5432/dreamweb")
-if not APP.startswith("postgres"):
-    APP = "postgres://dreamweb_app:dreamweb_app@127.0.0.1:5432/dreamweb"
-BENCH_DB = "dreamweb_bench_quality"
-
-
-def _with_db(url: str, name: str) -> str:
-    return url.rsplit("/", 1)[0] + "/" + name
-
-
-def fresh_postgres() -> tuple[str, str]:
-    """(owner url, app url) of a freshly created scratch database."""
-    import psycopg
-
-    with psycopg.connect(_with_db(OWNER, "postgres"), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    return _with_db(OWNER, BENCH_DB), _with_db(APP, BENCH_DB)
+BENCH_DB = ScratchDatabase("dreamweb_bench_quality")
 
 
 def manage(env: dict, *args: str, stdout=None) -> float:
@@ -66,9 +49,7 @@ def run_scenario(scenario: Path, work: Path, *, postgres: bool, verbose: bool) -
     env = dict(os.environ)
     env.pop("REDIS_URL", None)  # a dry run always runs in-process; no broker needed
     if postgres:
-        owner_url, app_url = fresh_postgres()
-        manage({**env, "DATABASE_URL": owner_url}, "migrate", "-v0")
-        env["DATABASE_URL"] = app_url
+        env["DATABASE_URL"] = BENCH_DB.create(env=env).app_url
     else:
         env["DATABASE_URL"] = f"sqlite:///{work / 'bench.sqlite3'}"
         manage(env, "migrate", "-v0")

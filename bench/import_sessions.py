@@ -29,6 +29,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from _scratch import ScratchDatabase
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -76,31 +78,20 @@ def base_env() -> dict:
     return env
 
 
-def psql(sql: str) -> None:
-    user, password = OWNER.split(":", 1)
-    host, port = PG_HOST.split(":")
-    subprocess.run(
-        ["psql", "-h", host, "-p", port, "-U", user, "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qc", sql],
-        env={**os.environ, "PGPASSWORD": password},
-        check=True,
-        capture_output=True,
-    )
-
-
 class Postgres:
     name = "PostgreSQL"
 
+    def __init__(self):
+        self.db = ScratchDatabase(PG_DB, owner_url=pg_url(OWNER, PG_DB), app_url=pg_url(APP, PG_DB))
+
     def fresh(self) -> dict:
-        psql(f'DROP DATABASE IF EXISTS "{PG_DB}"')
-        psql(f'CREATE DATABASE "{PG_DB}"')
         env = base_env()
-        manage({**env, "DATABASE_URL": pg_url(OWNER, PG_DB)}, "migrate", "--no-input", "-v0")
-        app = {**env, "DATABASE_URL": pg_url(APP, PG_DB)}
+        app = {**env, "DATABASE_URL": self.db.create(env=env).app_url}
         manage(app, "create_team", "bench")
         return app
 
     def cleanup(self) -> None:
-        psql(f'DROP DATABASE IF EXISTS "{PG_DB}"')
+        self.db.drop()
 
 
 class Sqlite:

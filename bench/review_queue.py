@@ -16,40 +16,26 @@ import argparse
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from _scratch import ScratchDatabase, scratch_database
 
 ROOT = Path(__file__).resolve().parent.parent
-APP_URL = os.environ.get("DATABASE_URL", "postgres://dreamweb_app:dreamweb_app@127.0.0.1:5432/dreamweb")
-OWNER_URL = os.environ.get("DATABASE_OWNER_URL", "postgres://dreamweb_owner:dreamweb_owner@127.0.0.1:5432/dreamweb")
 WORDS = """
 deploy release migration database index cache retry timeout token budget branch merge review lint test docker compose
 secret rotate backup restore schema queue worker celery redis postgres latency rollback feature flag canary incident
 """.split()  # noqa: SIM905 - a word list reads better as text
 
 
-def with_db(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path="/" + name))
-
-
-def admin(sql: str) -> None:
-    with psycopg.connect(OWNER_URL, autocommit=True) as conn:
-        conn.execute(sql)
-
-
 def sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
 
 
-def setup_django(db: str) -> None:
-    env = {**os.environ, "DATABASE_URL": with_db(OWNER_URL, db), "DATABASE_OWNER_URL": ""}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
-    os.environ["DATABASE_URL"] = with_db(APP_URL, db)
+def setup_django(db: ScratchDatabase) -> None:
+    os.environ["DATABASE_URL"] = db.app_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dreamweb.settings")
     sys.path.insert(0, str(ROOT))
     import django
@@ -135,9 +121,9 @@ def seed(n: int):
     return user, proposals
 
 
-def vacuum_analyze(db: str) -> None:
+def vacuum_analyze(db: ScratchDatabase) -> None:
     """What autovacuum does on a live system: statistics and the visibility map (only the owner may run it)."""
-    with psycopg.connect(with_db(OWNER_URL, db), autocommit=True) as conn:
+    with psycopg.connect(db.owner_url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
 
 
@@ -163,13 +149,11 @@ def main() -> None:
     parser.add_argument("--db", default="dreamweb_bench_h3")
     args = parser.parse_args()
 
-    admin(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-    admin(f'CREATE DATABASE "{args.db}"')
-    try:
-        setup_django(args.db)
+    with scratch_database(args.db) as db:
+        setup_django(db)
         t0 = time.perf_counter()
         user, proposals = seed(args.proposals)
-        vacuum_analyze(args.db)
+        vacuum_analyze(db)
         print(f"seeded {len(proposals)} pending proposals in {time.perf_counter() - t0:.1f} s")
 
         from django.test import Client
@@ -214,11 +198,6 @@ def main() -> None:
         print(f"\n| request ({args.proposals:,} pending) | median ms | p90 ms | Django CPU ms |\n|---|---:|---:|---:|")
         for label, med, p90, cpu_ms in rows:
             print(f"| {label} | {med:.1f} | {p90:.1f} | {cpu_ms:.1f} |")
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        admin(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
 
 
 if __name__ == "__main__":
