@@ -39,7 +39,7 @@ if not CORPUS.exists():
 PY = sys.executable
 # Kept after the run, so that --skip-setup can measure again without loading the sessions again.
 DB = ScratchDatabase("dreamweb_bench_cycle")
-REDIS_URL = "redis://127.0.0.1:6379/2"
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/2")  # flushed first
 
 
 def base_env(**extra) -> dict:

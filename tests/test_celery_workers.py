@@ -28,7 +28,8 @@ from .conftest import is_postgres
 from .dream_sessions import ingest, mixed_corpus
 from .factories import StoreFactory, TeamFactory, make_entry
 
-REDIS_URL = "redis://127.0.0.1:6379/2"
+# The database is flushed: scripts/test points it at one kept for tests (DREAMWEB_TEST_REDIS_URL).
+REDIS_URL = os.environ.get("DREAMWEB_TEST_REDIS_URL", "redis://127.0.0.1:6379/2")
 ROOT = Path(__file__).resolve().parent.parent
 N_EACH = 40  # 5 kinds x 40 = 200 sessions, 8 batches of 25
 
