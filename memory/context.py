@@ -26,7 +26,6 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection
 from django.db.models import Case, IntegerField, Q, Value, When
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from .models import ContextServe, EntryStatus, MemoryEntry
@@ -142,30 +141,10 @@ def eligible_entries(key, *, store=None, agent: str | None = None, task: str | N
         qs = qs.filter(store=store)
     qs = qs.filter(Q(scope_agent__isnull=True) | Q(scope_agent=agent) if agent else Q(scope_agent__isnull=True))
     qs = qs.filter(Q(scope_task__isnull=True) | Q(scope_task=task) if task else Q(scope_task__isnull=True))
-    return _with_scope_rank(qs)
-
-
-def _with_scope_rank(qs):
     return qs.annotate(
         scope_rank=Case(When(scope_task__isnull=False, then=Value(2)), default=Value(0), output_field=IntegerField())
         + Case(When(scope_agent__isnull=False, then=Value(1)), default=Value(0), output_field=IntegerField())
     )
-
-
-def _scoped_condition(agent: str | None, task: str | None) -> Q | None:
-    """Entries scoped to this agent and/or task (scope levels 3, 2, 1), written as an OR of equalities so that
-    PostgreSQL combines the partial indexes on scope_agent and scope_task (migration 0004) instead of scanning."""
-    if agent and task:
-        return (
-            Q(scope_agent=agent, scope_task=task)
-            | Q(scope_agent=agent, scope_task__isnull=True)
-            | Q(scope_agent__isnull=True, scope_task=task)
-        )
-    if agent:
-        return Q(scope_agent=agent, scope_task__isnull=True)
-    if task:
-        return Q(scope_agent__isnull=True, scope_task=task)
-    return None
 
 
 def _words(text: str) -> set[str]:
@@ -195,6 +174,39 @@ def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", l
     return [_item(r) for r in scored[:limit]]
 
 
+# The ranking statement, written out: building the same query through the ORM costs about 2 ms of CPU per request,
+# four times what executing it costs the client. Only constant SQL is formatted in; every value is a parameter.
+# tests/test_context_ranking.py checks that it returns exactly what the ORM form (eligible_entries) ranks.
+_PG_SCOPE_RANK = (
+    'CASE WHEN "memory_memoryentry"."scope_task" IS NOT NULL THEN 2 ELSE 0 END'
+    ' + CASE WHEN "memory_memoryentry"."scope_agent" IS NOT NULL THEN 1 ELSE 0 END'
+)
+_PG_ROW = ("id", "key", "content", "scope_agent", "scope_task", "version", "content_hash", "last_served_at")
+_PG_COLUMNS = ", ".join(f'"memory_memoryentry"."{c}"' for c in _PG_ROW)
+_PG_RANKED = """
+SELECT {columns}, {slug} AS store_slug, ({scope_rank}) AS scope_rank, {score} AS score
+FROM "memory_memoryentry" {join}
+WHERE "memory_memoryentry"."team_id" = %s AND "memory_memoryentry"."status" = %s {store} AND ({level})
+ORDER BY 10 DESC, 11 DESC, "memory_memoryentry"."updated_at" DESC, 1 ASC
+LIMIT %s
+"""
+_A, _T = '"memory_memoryentry"."scope_agent"', '"memory_memoryentry"."scope_task"'
+_PG_STORE_WIDE = f"{_A} IS NULL AND {_T} IS NULL"
+
+
+def _scoped_level(agent: str | None, task: str | None) -> tuple[str, list]:
+    """Scope levels 3, 2 and 1 (entries scoped to this agent and/or task), as an OR of equalities so that PostgreSQL
+    combines the partial indexes on scope_agent and scope_task (migration 0004) instead of scanning the store."""
+    if agent and task:
+        return (
+            f"({_A} = %s AND {_T} = %s) OR ({_A} = %s AND {_T} IS NULL) OR ({_A} IS NULL AND {_T} = %s)",
+            [agent, task, agent, task],
+        )
+    if agent:
+        return f"{_A} = %s AND {_T} IS NULL", [agent]
+    return f"{_A} IS NULL AND {_T} = %s", [task]
+
+
 def _ranked_postgres(key, *, store, agent, task, query: str, limit: int) -> list[ContextItem]:
     """Scope level outranks everything else, so the levels are ranked apart, best level first: first the entries
     scoped to this agent and/or task (found through indexes; usually a few hundred at most), and the store-wide
@@ -202,29 +214,45 @@ def _ranked_postgres(key, *, store, agent, task, query: str, limit: int) -> list
     entries ordered by (scope_rank, score, updated_at, id); only the rows scored differ."""
     if limit <= 0:
         return []
-    base = MemoryEntry.objects.for_agent_key(key).filter(status=EntryStatus.ACTIVE)
-    if store is not None:
-        base = base.filter(store=store)
-    # Constant SQL; the query text travels only as a parameter.
-    sql, params = (f"({_PG_RELEVANCE}) + {_PG_REST}", [query, query]) if query else (_PG_REST, [])
-    # The store's slug is known when a store was asked for; otherwise it comes from a join.
-    fields = (*FIELDS[:-1], "last_served_at") if store is not None else (*FIELDS, "last_served_at")
+    score, score_params = (f"({_PG_RELEVANCE}) + {_PG_REST}", [query, query]) if query else (_PG_REST, [])
+    by_store = store is not None
 
-    def top(qs, n: int) -> list[ContextItem]:
-        rows = (
-            _with_scope_rank(qs)
-            .annotate(score=RawSQL(sql, params))  # noqa: S611
-            .order_by("-scope_rank", "-score", "-updated_at", "id")
-            .values(*fields, "scope_rank", "score")[:n]
+    def top(level: str, level_params: list, n: int) -> list[ContextItem]:
+        sql = _PG_RANKED.format(
+            columns=_PG_COLUMNS,
+            # The store's slug is known when a store was asked for; otherwise it comes from a join.
+            slug="%s" if by_store else '"memory_memorystore"."slug"',
+            join=""
+            if by_store
+            else 'JOIN "memory_memorystore" ON "memory_memorystore"."id" = "memory_memoryentry"."store_id"',
+            scope_rank=_PG_SCOPE_RANK,
+            score=score,
+            store='AND "memory_memoryentry"."store_id" = %s' if by_store else "",
+            level=level,
         )
-        if store is not None:
-            return [_item({**r, "store__slug": store.slug}) for r in rows]
-        return [_item(r) for r in rows]
+        # In the order of the placeholders: select list, team and status, store, level, limit.
+        params = [
+            *([store.slug] if by_store else []),
+            *score_params,
+            key.team_id,
+            EntryStatus.ACTIVE.value,
+            *([store.pk] if by_store else []),
+            *level_params,
+            n,
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        return [
+            _item({**dict(zip(_PG_ROW, r[:8], strict=True)), "store__slug": r[8], "scope_rank": r[9], "score": r[10]})
+            for r in rows
+        ]
 
-    scoped = _scoped_condition(agent, task)
-    items = top(base.filter(scoped), limit) if scoped is not None else []
+    items: list[ContextItem] = []
+    if agent or task:
+        items = top(*_scoped_level(agent, task), limit)
     if len(items) < limit:
-        items += top(base.filter(scope_agent__isnull=True, scope_task__isnull=True), limit - len(items))
+        items += top(_PG_STORE_WIDE, [], limit - len(items))
     return items
 
 
@@ -245,9 +273,17 @@ def _item(r: dict) -> ContextItem:
 
 
 def skills_index(key) -> list[dict]:
-    from skills_registry.models import Skill
+    """The key's team's published skills, by name. Plain SQL (every context request runs it, and building the ORM
+    query costs several times what running it does); row-level security applies as to any query."""
+    from skills_registry.models import SkillStatus
 
-    return list(Skill.objects.for_agent_key(key).published().order_by("name").values("name", "description", "version"))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            'SELECT "name", "description", "version" FROM "skills_registry_skill"'
+            ' WHERE "team_id" = %s AND "status" = %s ORDER BY "name"',
+            [key.team_id, SkillStatus.PUBLISHED.value],
+        )
+        return [{"name": n, "description": d, "version": v} for n, d, v in cursor.fetchall()]
 
 
 def build_context(
