@@ -43,10 +43,13 @@ _PG_RELEVANCE = (
     f'CASE WHEN "memory_memoryentry"."search_vector" @@ {_PG_TSQUERY} '
     f'THEN 1 + ts_rank("memory_memoryentry"."search_vector", {_PG_TSQUERY}) ELSE 0 END'
 )
+# In double precision throughout: with numeric literals and extract() (numeric since PostgreSQL 14) this term cost
+# about 2 microseconds a row, more than the text rank; float8 arithmetic costs a fifth of that.
 _PG_REST = (
-    '0.5 * "memory_memoryentry"."rating" * "memory_memoryentry"."rating_count"'
-    ' / ("memory_memoryentry"."rating_count" + 1.0)'
-    ' + 0.25 / (1.0 + extract(epoch FROM (now() - "memory_memoryentry"."updated_at")) / 2592000.0)'
+    '0.5::float8 * "memory_memoryentry"."rating" * "memory_memoryentry"."rating_count"'
+    ' / ("memory_memoryentry"."rating_count" + 1.0::float8)'
+    " + 0.25::float8 / (1.0::float8"
+    ' + date_part(\'epoch\', now() - "memory_memoryentry"."updated_at") / 2592000.0::float8)'
 )
 
 _WORD = re.compile(r"[a-z0-9]+")
