@@ -79,7 +79,8 @@ def seed(db: str, entries: int) -> str:
 
     from dreamweb import rls
     from dreamweb.models import AgentKey, Scope, Team
-    from memory.models import MemoryEntry, MemoryStore, MemoryVersion, content_hash
+    from dreamweb.provenance import content_hash
+    from memory.models import MemoryEntry, MemoryStore, MemoryVersion
 
     rng = random.Random(7)
     with rls.system_scope():

@@ -72,8 +72,9 @@ def child_load(corpus: Path, n: int) -> None:
 
     from dreamweb import rls
     from dreamweb.models import Team
+    from dreamweb.provenance import Author
     from memory.models import MemoryStore
-    from memory.services import Author, create_entry
+    from memory.services import create_entry
     from memory.sessions import store_batch, validate_session
 
     with rls.system_scope():

@@ -48,7 +48,8 @@ def seed(n: int):
 
     from dreamweb import rls
     from dreamweb.models import Membership, Team
-    from memory.models import AgentSession, MemoryEntry, MemoryStore, content_hash
+    from dreamweb.provenance import content_hash
+    from memory.models import AgentSession, MemoryEntry, MemoryStore
     from reviews.models import Proposal, ProposalEvidence
 
     rng = random.Random(11)

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from dreamweb.models import AgentKey, Team
+from dreamweb.provenance import AuthorKind, Origin
 from dreamweb.tenancy import TeamQuerySet
-
-
-def content_hash(text: str) -> str:
-    """sha256 of the content: the entry's ETag and the base hash every write names."""
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class StoreKind(models.TextChoices):
@@ -49,13 +43,6 @@ class MemoryStore(models.Model):
 class EntryStatus(models.TextChoices):
     ACTIVE = "active", "Active"
     ARCHIVED = "archived", "Archived"
-
-
-class Origin(models.TextChoices):
-    HUMAN = "human", "Written by a person"
-    AGENT = "agent", "Written by an agent in-band"
-    DREAM = "dream", "Proposed by a dream"
-    IMPORT = "import", "Imported"
 
 
 class MemoryEntryQuerySet(TeamQuerySet):
@@ -108,13 +95,6 @@ class Operation(models.TextChoices):
     REVERT = "revert", "Reverted"
     MERGE = "merge", "Merged"
     IMPORT = "import", "Imported"
-
-
-class AuthorKind(models.TextChoices):
-    USER = "user", "Person"
-    AGENT = "agent", "Agent key"
-    DREAM = "dream", "Dream run"
-    SYSTEM = "system", "System"
 
 
 class MemoryVersionQuerySet(TeamQuerySet):

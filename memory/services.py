@@ -7,94 +7,32 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from .models import (
-    AuthorKind,
-    EntryStatus,
-    MemoryEntry,
-    MemoryStore,
-    MemoryVersion,
-    Operation,
-    Origin,
-    content_hash,
-)
+from dreamweb.provenance import Author, ChangeRefused, InvalidChange, Provenance, WriteConflict, content_hash
+
+from .models import EntryStatus, MemoryEntry, MemoryStore, MemoryVersion, Operation
 
 
-class MemoryWriteError(Exception):
+class MemoryWriteError(ChangeRefused):
     """Base class for refusals of the memory service."""
 
 
-class StaleWrite(MemoryWriteError):
+class StaleWrite(WriteConflict, MemoryWriteError):
     """The entry changed since the caller read it (HTTP 412)."""
 
+    target = "entry"
+
     def __init__(self, entry: MemoryEntry, expected: str | None, actual: str):
-        self.entry, self.expected, self.actual = entry, expected, actual
-        super().__init__(f"entry {entry.key!r} changed: prepared against {expected or 'nothing'}, now {actual}")
+        self.entry = entry
+        super().__init__(entry.key, expected, actual)
 
 
 class EntryExists(MemoryWriteError):
     pass
-
-
-class InvalidChange(MemoryWriteError):
-    pass
-
-
-@dataclass(frozen=True)
-class Author:
-    """Who makes a change: a person, an agent key, a dream run, or the system (imports)."""
-
-    kind: str
-    user: object = None
-    key: object = None
-    run_id: int | None = None
-
-    @classmethod
-    def person(cls, user) -> Author:
-        return cls(AuthorKind.USER, user=user)
-
-    @classmethod
-    def agent(cls, key) -> Author:
-        return cls(AuthorKind.AGENT, key=key)
-
-    @classmethod
-    def dream(cls, run_id: int | None) -> Author:
-        return cls(AuthorKind.DREAM, run_id=run_id)
-
-    @classmethod
-    def system(cls) -> Author:
-        return cls(AuthorKind.SYSTEM)
-
-    @property
-    def origin(self) -> str:
-        return {
-            AuthorKind.USER: Origin.HUMAN,
-            AuthorKind.AGENT: Origin.AGENT,
-            AuthorKind.DREAM: Origin.DREAM,
-        }.get(self.kind, Origin.IMPORT)
-
-    def version_fields(self) -> dict:
-        return {
-            "author_kind": self.kind,
-            "author_user": self.user,
-            "author_key": self.key,
-            "author_run_id": self.run_id,
-        }
-
-
-@dataclass
-class Provenance:
-    """Why a change was made: the session it came from, the proposal that carried it, the evidence."""
-
-    session: object = None
-    proposal_id: int | None = None
-    reason: str = ""
-    evidence: list = field(default_factory=list)
 
 
 def _record(entry: MemoryEntry, operation: str, previous_hash: str, author: Author, prov: Provenance) -> MemoryVersion:

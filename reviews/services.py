@@ -10,7 +10,9 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from memory.services import Author, InvalidChange, Provenance, StaleWrite, apply_change
+from dreamweb.provenance import Author, InvalidChange, Provenance, WriteConflict
+from memory.services import apply_change
+from skills_registry.services import apply_skill_change
 
 from .models import PolicyMode, Proposal, ProposalStatus, Risk, TargetKind
 
@@ -54,8 +56,6 @@ def _provenance(proposal: Proposal, reason: str) -> Provenance:
 
 def _apply_target(proposal: Proposal, author: Author, prov: Provenance) -> list[int]:
     if proposal.target_kind == TargetKind.SKILL:
-        from skills_registry.services import apply_skill_change
-
         versions = apply_skill_change(
             proposal.team,
             operation=proposal.operation,
@@ -79,18 +79,6 @@ def _apply_target(proposal: Proposal, author: Author, prov: Provenance) -> list[
             provenance=prov,
         )
     return [v.pk for v in versions]
-
-
-def _stale_error():
-    """The stale-write errors of every target app (skills are optional until that app defines one)."""
-    errors: tuple = (StaleWrite,)
-    try:
-        from skills_registry.services import StaleSkillWrite
-
-        errors += (StaleSkillWrite,)
-    except ImportError:  # pragma: no cover - the skills service is always present in a full install
-        pass
-    return errors
 
 
 def apply_proposal(
@@ -120,10 +108,7 @@ def apply_proposal(
             with transaction.atomic():
                 proposal.applied_versions = _apply_target(proposal, author, _provenance(proposal, reason))
             proposal.status = ProposalStatus.APPLIED
-        except _stale_error() as exc:
-            proposal.status = ProposalStatus.CONFLICT
-            proposal.decision_reason = f"{reason} (not applied: {exc})".strip()
-        except InvalidChange as exc:
+        except (WriteConflict, InvalidChange) as exc:
             proposal.status = ProposalStatus.CONFLICT
             proposal.decision_reason = f"{reason} (not applied: {exc})".strip()
         proposal.save(update_fields=update_fields)

@@ -16,7 +16,7 @@ from pathlib import Path
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memory.services import Author, InvalidChange, Provenance
+from dreamweb.provenance import Author, ChangeRefused, InvalidChange, Provenance, WriteConflict
 
 from . import folders
 from .models import Skill, SkillStatus, SkillVersion
@@ -31,23 +31,22 @@ class SkillOperation:
     IMPORT = "import"
 
 
-class SkillWriteError(Exception):
+class SkillWriteError(ChangeRefused):
     """Base class for refusals of the skills service."""
 
 
-class StaleSkillWrite(SkillWriteError):
+class StaleSkillWrite(WriteConflict, SkillWriteError):
     """The skill changed since the caller read it (HTTP 412; a proposal becomes a conflict)."""
 
+    target = "skill"
+
     def __init__(self, skill: Skill, expected: str | None, actual: str):
-        self.skill, self.expected, self.actual = skill, expected, actual
-        super().__init__(f"skill {skill.name!r} changed: prepared against {expected or 'nothing'}, now {actual}")
+        self.skill = skill
+        super().__init__(skill.name, expected, actual)
 
 
 class InvalidSkill(InvalidChange, SkillWriteError):
-    """A change the skills service refuses (bad name, empty description, unknown skill...).
-
-    A subclass of memory's InvalidChange so that the review service treats it like any other invalid change.
-    """
+    """A change the skills service refuses (bad name, empty description, unknown skill...)."""
 
 
 class SkillExists(InvalidSkill):

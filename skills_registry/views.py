@@ -16,7 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.gates import get_for_user, membership_for
 from dreamweb.models import Role
-from memory.services import Author
+from dreamweb.provenance import Author
 
 from . import folders
 from .models import Skill, SkillVersion

@@ -6,8 +6,9 @@ import factory
 from django.contrib.auth import get_user_model
 
 from dreamweb.models import Membership, Role, Team
+from dreamweb.provenance import Author
 from memory.models import AgentSession, MemoryStore
-from memory.services import Author, create_entry
+from memory.services import create_entry
 
 
 class TeamFactory(factory.django.DjangoModelFactory):

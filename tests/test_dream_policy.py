@@ -160,7 +160,8 @@ def test_applied_changes_are_versions_of_the_dream_with_proposal_and_evidence(wo
 
 def test_a_target_changed_since_the_dream_gives_conflict(world, crafted, cycle, monkeypatch):
     AutonomyPolicy.objects.create(team=world.team, store=world.store, mode=PolicyMode.AUTONOMOUS)
-    from memory.services import Author, update_entry
+    from dreamweb.provenance import Author
+    from memory.services import update_entry
 
     original = finalizing._apply_policy
 

@@ -6,7 +6,8 @@ import pytest
 from django.db import connection, connections
 
 from dreamweb import rls
-from memory.models import MemoryEntry, MemoryVersion, Operation, content_hash
+from dreamweb.provenance import content_hash
+from memory.models import MemoryEntry, MemoryVersion, Operation
 from memory.services import (
     Author,
     EntryExists,

@@ -9,8 +9,9 @@ import re
 import pytest
 from django.urls import reverse
 
+from dreamweb.provenance import Author
 from memory.models import ContextServe, MemoryEntry
-from memory.services import Author, archive_entry, update_entry
+from memory.services import archive_entry, update_entry
 from reviews import services
 from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures

@@ -11,8 +11,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from dreamweb.provenance import Author
 from memory.models import MemoryEntry, MemoryVersion
-from memory.services import Author, update_entry
+from memory.services import update_entry
 from reviews.models import DreamRun, PolicyChange, Proposal, ProposalStatus, RunStatus
 from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import PageClient as Client

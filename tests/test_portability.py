@@ -7,9 +7,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from dreamweb import rls
-from memory.models import MemoryEntry, MemoryStore, MemoryVersion, content_hash
+from dreamweb.provenance import Author, content_hash
+from memory.models import MemoryEntry, MemoryStore, MemoryVersion
 from memory.portability import DocumentInvalid, export_document, export_markdown, import_document, validate_document
-from memory.services import Author, update_entry
+from memory.services import update_entry
 from tests.conftest import is_postgres
 from tests.factories import StoreFactory, TeamFactory, make_entry
 

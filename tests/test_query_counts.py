@@ -9,8 +9,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from dreamweb.provenance import Author
 from memory.models import MemoryEntry, MemoryVersion
-from memory.services import Author, update_entry
+from memory.services import update_entry
 from reviews.models import Proposal, ProposalEvidence
 from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures

@@ -9,8 +9,9 @@ import threading
 import pytest
 from django.db import connection, connections
 
+from dreamweb.provenance import Author
 from memory.models import MemoryEntry, MemoryVersion
-from memory.services import Author, update_entry
+from memory.services import update_entry
 from reviews import services
 from reviews.models import AutonomyPolicy, PolicyChange, ProposalStatus
 from tests.factories import SessionFactory, make_entry, make_proposal

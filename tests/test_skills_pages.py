@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memory.services import Author
+from dreamweb.provenance import Author
 from skills_registry.models import Skill
 from skills_registry.services import update_skill
 from tests.factories import make_skill

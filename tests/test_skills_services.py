@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.services import Author, Provenance
+from dreamweb.provenance import Author, Provenance
 from skills_registry.models import Skill, SkillStatus, SkillVersion
 from skills_registry.services import (
     InvalidSkill,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from rest_framework import exceptions
 
 from dreamweb.api_base import PreconditionRequired
+from dreamweb.provenance import Provenance
 from memory.models import AgentSession, MemoryEntry, MemoryStore
-from memory.services import Provenance
 
 
 def get_store(key, slug: str) -> MemoryStore:

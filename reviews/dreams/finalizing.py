@@ -21,8 +21,8 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from dreamweb import rls
+from dreamweb.provenance import Author
 from memory.models import EntryStatus, MemoryEntry, MemoryStore
-from memory.services import Author
 
 from ..analysis import registry
 from ..analysis.risk import is_poisoned

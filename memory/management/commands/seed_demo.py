@@ -19,9 +19,10 @@ from django.utils import timezone
 
 from dreamweb import rls
 from dreamweb.models import AgentKey, Membership, Role, Scope, Team
+from dreamweb.provenance import Author, Provenance
 from memory.demo import DEMO_SEED, DEMO_STORES, generate_sessions
 from memory.models import MemoryEntry, MemoryStore, Operation
-from memory.services import Author, Provenance, create_entry
+from memory.services import create_entry
 from memory.sessions import store_batch, validate_session
 
 TEAMS = {"demo": "Demo Robotics", "rival": "Rival Industries"}
