@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from skills_registry.proposals import recurring_procedures, skill_drafts  # noqa: E402
+from reviews.analysis.procedures import recurring_procedures  # noqa: E402
+from reviews.analysis.skills import skill_drafts  # noqa: E402
 from skills_registry.rendering import render_markdown  # noqa: E402
 
 _WORDS = "deploy build cache refund finance export report ticket staging release queue worker config table"

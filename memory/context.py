@@ -28,6 +28,8 @@ from django.db import connection
 from django.db.models import Case, IntegerField, Q, Value, When
 from django.utils import timezone
 
+from skills_registry.services import published_index
+
 from .models import ContextServe, EntryStatus, MemoryEntry
 from .services import tokens_estimate
 
@@ -275,20 +277,6 @@ def _item(r: dict) -> ContextItem:
     )
 
 
-def skills_index(key) -> list[dict]:
-    """The key's team's published skills, by name. Plain SQL (every context request runs it, and building the ORM
-    query costs several times what running it does); row-level security applies as to any query."""
-    from skills_registry.models import SkillStatus
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            'SELECT "name", "description", "version" FROM "skills_registry_skill"'
-            ' WHERE "team_id" = %s AND "status" = %s ORDER BY "name"',
-            [key.team_id, SkillStatus.PUBLISHED.value],
-        )
-        return [{"name": n, "description": d, "version": v} for n, d, v in cursor.fetchall()]
-
-
 def build_context(
     key,
     *,
@@ -327,7 +315,7 @@ def build_context(
 
     skills: list[dict] = []
     if include_skills and key.has_scope("skills:read"):
-        for skill in skills_index(key):
+        for skill in published_index(key.team_id):
             chunk = render_skill(skill)
             if not skills:
                 chunk = SKILLS_HEADER + chunk

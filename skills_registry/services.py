@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from dreamweb.provenance import Author, ChangeRefused, InvalidChange, Provenance, WriteConflict
@@ -413,8 +413,22 @@ def apply_skill_change(
         return [s.versions.get(number=s.version) for s in written]
 
 
+def published_index(team) -> list[dict]:
+    """The index an agent's context lists: the team's published skills by name, {name, description, version}.
+
+    Plain SQL: every context request runs it, and building the ORM query costs several times what running it does
+    (docs/benchmarks.md, agents' API); row-level security applies as to any query."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            'SELECT "name", "description", "version" FROM "skills_registry_skill"'
+            ' WHERE "team_id" = %s AND "status" = %s ORDER BY "name"',
+            [getattr(team, "pk", team), SkillStatus.PUBLISHED.value],
+        )
+        return [{"name": n, "description": d, "version": v} for n, d, v in cursor.fetchall()]
+
+
 def skill_snapshots(team) -> list[dict]:
-    """The team's published skills as the dream's pure functions take them (name, description, body, hash)."""
+    """The team's published skills as the dream's pure functions take them (name, description, body, hash, tags)."""
     rows = Skill.objects.for_team(team).published().order_by("name")
     return [
         {"name": s.name, "description": s.description, "body": s.body, "content_hash": s.content_hash, "tags": s.tags}

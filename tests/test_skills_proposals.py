@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
+from reviews.analysis.procedures import procedure_steps, recurring_procedures
+from reviews.analysis.skills import LESSONS_HEADING, domain_match, group_findings, skill_drafts
 from skills_registry.folders import parse_skill_md
-from skills_registry.proposals import (
-    LESSONS_HEADING,
-    domain_match,
-    group_findings,
-    procedure_steps,
-    recurring_procedures,
-    skill_drafts,
-)
 
 RELEASE = {
     "name": "release-process",

@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from . import normalize as nz
-from .findings import AggregateResult, ProposalDraft, SessionFindings, signature, trim
+from .findings import AggregateResult, ProposalDraft, SessionFindings, recurs, signature, trim
 from .risk import assess, redact, redact_draft
 
 MAX_LEADERS = 24  # leaders kept per candidate block
@@ -605,7 +605,7 @@ def _aggregate(
             )
             result.withheld.append(row)
             continue
-        if k < min_sessions or k / n < min_share:
+        if not recurs(k, n, min_sessions, min_share):
             isolated.append((c, f"seen in {k} of {n} sessions"))
             continue
         if c.family == "failure":

@@ -19,6 +19,12 @@ def lowest_trust(trusts) -> str:
     return TRUST_ORDER[max(ranks)] if ranks else "agent"
 
 
+def recurs(k: int, n: int, min_sessions: int, min_share: float) -> bool:
+    """A pattern seen in ``k`` of ``n`` analysed sessions is recurrent: in at least ``min_sessions`` of them and at
+    least ``min_share`` of all (n = 0: the share is not checked)."""
+    return k >= min_sessions and (not n or k / n >= min_share)
+
+
 def trim(text: str, limit: int = EXCERPT_CHARS) -> str:
     """An exact prefix of the text (so a page can still find it in the event), cut at a word if possible."""
     text = text.strip()

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from . import normalize as nz
 from .findings import AnalysisResult, evidence, make_finding, trim
 from .risk import INJECTION, REDACTED, has_secret, redact, secret_kinds
+from .tools import SHELL_TOOLS, main_argument
 
-SHELL_TOOLS = re.compile(r"^(?:bash|sh|zsh|shell|terminal|run|exec|execute|run_command|run_shell|command|cmd)$", re.I)
 WEB_TOOLS = re.compile(r"web|browse|browser|fetch|http|url|crawl|scrape|internet|download", re.I)
 # Names that say the result is internet content, whatever else the tool does (web_search, browser_open, http_get).
 WEB_NAMES = re.compile(r"web|browse|browser|internet|http|url|crawl|scrape", re.I)
@@ -33,22 +33,6 @@ READ_TOOLS = re.compile(r"read|open|view|cat|get_file|show|fetch|browse", re.I)
 SEARCH_PROGRAMS = {"grep", "egrep", "rg", "ag", "ack", "find", "fd", "locate", "ls", "tree", "which", "whereis"}
 READ_PROGRAMS = {"cat", "less", "more", "head", "tail", "bat"}
 WEB_PROGRAMS = {"curl", "wget", "http", "https", "httpie", "lynx", "w3m"}
-ARG_KEYS = (
-    "command",
-    "cmd",
-    "script",
-    "path",
-    "file",
-    "file_path",
-    "filename",
-    "query",
-    "q",
-    "pattern",
-    "url",
-    "target",
-    "input",
-    "text",
-)
 
 NEGATION = re.compile(
     r"(?i)\b(?:not|no|never|don'?t|do not|doesn'?t|does not|shouldn'?t|should not|stop|avoid|instead|rather|wrong|"
@@ -135,10 +119,9 @@ def _arg_text(arguments) -> str:
             return arguments[:MAX_ARG]
         arguments = parsed
     if isinstance(arguments, dict):
-        for k in ARG_KEYS:
-            v = arguments.get(k)
-            if isinstance(v, str) and v.strip():
-                return v[:MAX_ARG]
+        main = main_argument(arguments)
+        if main is not None:
+            return main[:MAX_ARG]
         parts = [v for v in arguments.values() if isinstance(v, str | int | float) and not isinstance(v, bool)]
         return " ".join(str(p) for p in parts)[:MAX_ARG]
     return str(arguments)[:MAX_ARG]

@@ -23,6 +23,7 @@ from django.utils import timezone
 from dreamweb import rls
 from dreamweb.provenance import Author
 from memory.models import EntryStatus, MemoryEntry, MemoryStore
+from skills_registry.services import skill_snapshots
 
 from ..analysis import registry
 from ..analysis.risk import is_poisoned
@@ -39,6 +40,7 @@ from ..models import (
 )
 from .reports import build_report, draft_report
 from .selection import get_policy
+from .skills import skill_proposals
 from .steps import _info
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
@@ -66,38 +68,6 @@ def _memory(store: MemoryStore) -> list[dict]:
         .order_by("key")
         .values("key", "content", "content_hash", "scope_agent", "scope_task", "origin")
     )
-
-
-def _skills(team_id: int) -> list[dict]:
-    from skills_registry.models import Skill
-
-    return list(Skill.objects.filter(team_id=team_id).published().values("name", "description", "body", "content_hash"))
-
-
-# --- skill proposals (skills registry, issue 6) -------------------------------------------------------------------
-def _skill_proposals(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> list:
-    """Skill drafts (an update of the skill whose domain a recurring lesson belongs to; a new skill for a recurring
-    procedure no skill covers), risk-assessed and redacted like the memory drafts. They are never auto-applied:
-    reviews.services.policy_allows refuses target_kind "skill" whatever the policy (skills are promoted by people)."""
-    from skills_registry.dreaming import dream_skill_drafts
-
-    from ..analysis.findings import ProposalDraft
-    from ..analysis.risk import assess, redact_draft
-
-    drafts = []
-    for fields in dream_skill_drafts(
-        run.team_id,
-        sessions,
-        sessions_analysed=len(sessions),
-        min_sessions=policy.min_sessions,
-        min_share=policy.min_share,
-    ):
-        draft = ProposalDraft(**fields)
-        allowed = list(run.team.allowed_hosts or [])
-        draft.risk, draft.risk_reasons = assess(draft, store_kind=run.store.kind, allowed_hosts=allowed)
-        redact_draft(draft)
-        drafts.append(draft)
-    return drafts
 
 
 @dataclass
@@ -247,17 +217,18 @@ def _finalize(run_id: int, team_id: int) -> dict:
         policy = get_policy(run.store)
         sessions = _session_findings(run)
         memory = _memory(run.store)
+        skills = skill_snapshots(team_id)
         result = aggregate_mod.aggregate(
             sessions,
             sessions_analysed=len(sessions),
             memory=memory,
-            skills=_skills(team_id),
+            skills=skills,
             min_sessions=policy.min_sessions,
             min_share=policy.min_share,
             store_kind=run.store.kind,
             allowed_hosts=list(run.team.allowed_hosts or []),
         )
-        result.proposals += _skill_proposals(run, sessions, policy)  # skills registry (issue 6)
+        result.proposals += skill_proposals(run, sessions, policy, skills)
         screened = _screen(run.store, list(result.proposals))
         totals = SessionAnalysis.objects.filter(run=run).aggregate(
             tokens_input=Sum("tokens_input"), tokens_output=Sum("tokens_output")

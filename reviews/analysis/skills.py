@@ -1,25 +1,32 @@
 """Skill proposals from a dream: pure functions over plain dicts, no database (tested and benchmarked alone).
 
-Two signals (docs/dream-pipeline.md, issue 6):
+Two signals (docs/dream-pipeline.md):
 
 * A recurring finding group that belongs to an existing skill's *domain* → an ``update`` of that skill: its body
   with a ``## Lessons from dreams`` section holding the lesson (and, for a corrected command, the old command
   replaced in the skill's code spans). The domain match is deterministic: the finding's salient terms must be
   mostly found in the skill's vocabulary, and at least one of them in its name or description (that is where a
   skill declares what it is about).
-* A multi-step procedure that recurs (the same sequence of at least three successful tool calls in at least
-  ``min_sessions`` sessions) that no skill covers → an ``add`` of a new skill whose content is a SKILL.md text.
+* A multi-step procedure that recurs (reviews.analysis.procedures) that no skill covers → an ``add`` of a new skill
+  whose content is a SKILL.md text.
 
-Drafts are dicts with exactly the fields of reviews' ProposalDraft (target_kind "skill"); the dream turns them into
-ProposalDrafts, assesses their risk and stores them. A skill proposal always waits for a reviewer.
+Drafts are ProposalDraft dicts (target_kind "skill"); the dream (reviews.dreams.skills) assesses their risk, redacts
+them and stores them. A skill proposal always waits for a reviewer.
+
+The vocabulary of a domain match (``terms``) is not the paraphrase matching of reviews.analysis.normalize on
+purpose: program names such as ``make`` are words of a skill's domain, while words every skill uses (skill, step,
+agent, run) say nothing about which one; and its light stemmer keeps words whole (release ~ releasing, tag ~
+tagging) where normalize.stem cuts them to six letters to equate paraphrases.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
+
+from .findings import ProposalDraft, lowest_trust, recurs, signature
+from .procedures import step_head
 
 LESSONS_HEADING = "## Lessons from dreams"
 # Finding kinds that carry a lesson worth writing into a skill. Excluded: lookups (too weak alone), secrets and
@@ -27,14 +34,9 @@ LESSONS_HEADING = "## Lessons from dreams"
 LESSON_KINDS = {"corrected_command", "tool_failure", "correction", "preference", "note", "rediscovered_knowledge"}
 MIN_SCORE = 0.5  # share of the finding's terms found in the skill's vocabulary
 MIN_SHARED = 1.5  # weighted count of shared terms (name/description terms weigh 1, body-only terms 0.5)
-MIN_STEPS = 3
-MAX_STEPS = 8
-MAX_PROCEDURES = 5
-MAX_SESSION_STEPS = 300
 EVIDENCE_PER_GROUP = 5
-TRUST_ORDER = ("user", "agent", "tool", "web")
 
-STOPWORDS = frozenset(
+DOMAIN_STOPWORDS = frozenset(
     """a about above after again against all also always an and any are as at be because been before being below
     between both but by can could did do does doing done don down during each either else ever every few for from
     further get gets got had has have having here how if in into is it its itself just keep last like may might more
@@ -48,7 +50,7 @@ STOPWORDS = frozenset(
 _WORD = re.compile(r"[a-z][a-z0-9_.+-]*[a-z0-9+]|[a-z]")
 
 
-def _stem(word: str) -> str:
+def _light_stem(word: str) -> str:
     """A light stemmer, enough to equate release/releases/releasing and tag/tagging (not linguistics)."""
     stripped = False
     if not word.endswith("ss"):
@@ -68,45 +70,26 @@ def terms(text: str) -> set[str]:
     found = set()
     for raw in _WORD.findall((text or "").lower()):
         for word in re.split(r"[-_./]", raw) if not raw.startswith(".") else [raw]:
-            if len(word) >= 3 and word not in STOPWORDS and not word.isdigit():
-                found.add(_stem(word))
+            if len(word) >= 3 and word not in DOMAIN_STOPWORDS and not word.isdigit():
+                found.add(_light_stem(word))
     return found
 
 
-def _lowest_trust(trusts: Iterable[str]) -> str:
-    ranks = [TRUST_ORDER.index(t) for t in trusts if t in TRUST_ORDER]
-    return TRUST_ORDER[max(ranks)] if ranks else "agent"
-
-
-def signature(operation: str, targets: Sequence[str], content_key: str) -> str:
-    """Same recipe as reviews.analysis.findings.signature (kept here so this app does not import reviews)."""
-    raw = "|".join([operation, "skill", ",".join(sorted(targets)), content_key])
-    return hashlib.sha256(raw.encode()).hexdigest()
-
-
-def _draft(**fields) -> dict:
-    draft = {
-        "target_kind": "skill",
-        "operation": "add",
-        "targets": [],
-        "target_hashes": {},
-        "content": None,
-        "scope_agent": None,
-        "scope_task": None,
-        "kind": "",
-        "rationale": "",
-        "prevalence_sessions": 0,
-        "prevalence_of": 0,
-        "confidence": 0.0,
+def _draft(operation: str, content_key: str, *, targets: Sequence[str] = (), target_hashes=None, **fields) -> dict:
+    """A skill ProposalDraft, as the plain dict the drafts travel as (like findings): exactly its fields."""
+    return ProposalDraft(
+        target_kind="skill",
+        operation=operation,
+        targets=list(targets),
+        target_hashes=dict(target_hashes or {}),
+        scope_agent=None,
+        scope_task=None,
         # Skills are promoted by people: the dream's risk assessment may raise this, never lower it.
-        "risk": "medium",
-        "risk_reasons": ["Changes a skill; skills are promoted by people."],
-        "signature": "",
-        "evidence": [],
-        "key_hint": "",
-    }
-    draft.update(fields)
-    return draft
+        risk="medium",
+        risk_reasons=["Changes a skill; skills are promoted by people."],
+        signature=signature(operation, "skill", targets, content_key),
+        **fields,
+    ).to_dict()
 
 
 # --- finding groups ---------------------------------------------------------------------------------------------
@@ -161,13 +144,9 @@ def group_findings(sessions: Iterable) -> list[dict]:
     for g in groups.values():
         confidences = g.pop("confidences")
         g["confidence"] = round(sum(confidences) / len(confidences), 3) if confidences else 0.0
-        g["trust"] = _lowest_trust(g.pop("trusts"))
+        g["trust"] = lowest_trust(g.pop("trusts"))
         out.append(g)
     return sorted(out, key=lambda g: (-len(g["sessions"]), g["key"]))
-
-
-def _recurs(count: int, sessions_analysed: int, min_sessions: int, min_share: float) -> bool:
-    return count >= min_sessions and (not sessions_analysed or count / sessions_analysed >= min_share)
 
 
 # --- domain match and skill updates ----------------------------------------------------------------------------
@@ -179,7 +158,7 @@ def _vocabulary(skill: dict, cache: dict | None = None) -> tuple[set[str], set[s
     if cache is not None and name in cache:
         return cache[name]
     head = terms(name.replace("-", " ")) | terms(skill.get("description", ""))
-    head |= {_stem(t.lower()) for t in skill.get("tags") or []}
+    head |= {_light_stem(t.lower()) for t in skill.get("tags") or []}
     vocabulary = (head, terms(skill.get("body", "")))
     if cache is not None:
         cache[name] = vocabulary
@@ -189,7 +168,7 @@ def _vocabulary(skill: dict, cache: dict | None = None) -> tuple[set[str], set[s
 def _finding_terms(group: dict) -> tuple[set[str], set[str]]:
     """(core, all): core is what the lesson is about (old, new, tags) when the finding names them; all adds the
     summary, whose error text and narration can drown the subject."""
-    tags = {_stem(t.lower()) for t in group.get("tags") or []}
+    tags = {_light_stem(t.lower()) for t in group.get("tags") or []}
     core = terms(f"{group.get('old') or ''} {group.get('new') or ''}") | tags
     return core, core | terms(group.get("summary") or "")
 
@@ -318,7 +297,7 @@ def _update_drafts(
             continue
         if g.get("trust") == "web":  # a lesson only web pages taught is not promoted into a skill
             continue
-        if not _recurs(len(g.get("sessions") or []), sessions_analysed, min_sessions, min_share):
+        if not recurs(len(g.get("sessions") or []), sessions_analysed, min_sessions, min_share):
             continue
         # Only skills sharing a name/description term can match (domain_match requires one): look them up.
         _, everything = _finding_terms(g)
@@ -339,7 +318,8 @@ def _update_drafts(
         )
         drafts.append(
             _draft(
-                operation="update",
+                "update",
+                "|".join(sorted(g["key"] for g in lesson_groups)),
                 targets=[name],
                 target_hashes={name: skill.get("content_hash", "")},
                 content=amend_body(skill.get("body", ""), lesson_groups, sessions_analysed),
@@ -348,7 +328,6 @@ def _update_drafts(
                 prevalence_sessions=k,
                 prevalence_of=sessions_analysed,
                 confidence=round(max(float(g.get("confidence") or 0.0) for g in lesson_groups), 3),
-                signature=signature("update", [name], "|".join(sorted(g["key"] for g in lesson_groups))),
                 evidence=_evidence(lesson_groups),
                 key_hint=name,
             )
@@ -356,194 +335,9 @@ def _update_drafts(
     return drafts
 
 
-# --- recurring procedures ---------------------------------------------------------------------------------------
-
-SHELL_TOOLS = re.compile(r"^(?:bash|sh|zsh|shell|terminal|run|exec|execute|run_command|run_shell|command|cmd)$", re.I)
-# Looking around is not a procedure: reads, searches and status commands are left out of the step sequences.
-_TRIVIAL = (
-    "ls pwd cd cat echo clear whoami head tail less more which true date env history tree wc sleep grep egrep rg "
-    "ag ack find fd locate file stat du df ps top"
-)
-TRIVIAL_PROGRAMS = frozenset(_TRIVIAL.split())
-READ_ONLY_GIT = frozenset({"status", "log", "diff", "show", "branch", "remote", "blame", "shortlog", "describe"})
-READ_ONLY_TOOLS = re.compile(r"read|view|open|search|grep|find|glob|list|get_file|show|fetch|browse|lookup|ls$", re.I)
-# A procedure must recur within the work it belongs to: in at least this share of the sessions of its most common
-# agent and task (so that look-around steps shared by every agent do not make a "procedure").
-PROCEDURE_MIN_TASK_SHARE = 0.3
-ARG_KEYS = ("command", "cmd", "script", "path", "file_path", "file", "url", "query", "pattern")
-_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
-_HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
-_NUM = re.compile(r"\d+")
-
-
-def _argument(arguments) -> str:
-    if isinstance(arguments, str):
-        return arguments
-    if isinstance(arguments, dict):
-        for key in ARG_KEYS:
-            value = arguments.get(key)
-            if isinstance(value, str) and value.strip():
-                return value
-    return ""
-
-
-def normalize_step(text: str) -> str:
-    """A step's grouping form: quoted strings, hashes and numbers abstracted, whitespace collapsed."""
-    text = _QUOTED.sub('"…"', text.strip())
-    text = _HEX.sub("<hash>", text)
-    text = _NUM.sub("<n>", text)
-    return " ".join(text.split())
-
-
-def _looks_around(command: str) -> bool:
-    words = command.split()
-    program = words[0].rsplit("/", 1)[-1]
-    if program in TRIVIAL_PROGRAMS:
-        return True
-    return program == "git" and len(words) > 1 and words[1] in READ_ONLY_GIT
-
-
-def procedure_steps(events: Sequence[dict]) -> list[dict]:
-    """The successful tool calls of a session in order: {index, step (normalised), text (as run)}.
-
-    A call succeeded when its result is not an error and its exit code is 0 or absent; calls without a result
-    do not count. Trivial look-around commands (ls, cd, cat...) and immediate repetitions are left out.
-    """
-    results: dict[str, dict] = {}
-    for ev in events:
-        if isinstance(ev, dict) and ev.get("type") == "tool_result" and ev.get("call_id") is not None:
-            results[str(ev["call_id"])] = ev
-    steps: list[dict] = []
-    for index, ev in enumerate(events):
-        if not isinstance(ev, dict) or ev.get("type") != "tool_call":
-            continue
-        result = results.get(str(ev.get("id")))
-        if result is None or result.get("is_error") or result.get("exit_code") not in (None, 0):
-            continue
-        name = str(ev.get("name") or "")
-        arg = " ".join(_argument(ev.get("arguments")).split())
-        if SHELL_TOOLS.match(name):
-            if not arg or _looks_around(arg):
-                continue
-            text = arg
-        else:
-            if READ_ONLY_TOOLS.search(name):
-                continue
-            text = f"{name} {arg}".strip()
-        step = normalize_step(text)
-        if steps and steps[-1]["step"] == step:
-            continue
-        steps.append({"index": index, "step": step, "text": text})
-    return steps
-
-
-def _contains(longer: tuple, shorter: tuple) -> bool:
-    n = len(shorter)
-    return any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
-
-
-def _within_work(hits: list[dict], per_work: Counter) -> bool:
-    work = Counter((h["session"].get("agent"), h["session"].get("task")) for h in hits)
-    (pair, count), *_ = work.most_common(1)
-    return count >= PROCEDURE_MIN_TASK_SHARE * per_work[pair]
-
-
-def recurring_procedures(
-    sessions: Iterable[dict], *, min_sessions: int = 3, min_share: float = 0.0, sessions_analysed: int | None = None
-) -> list[dict]:
-    """Sequences of MIN_STEPS..MAX_STEPS successful steps that recur in at least ``min_sessions`` sessions.
-
-    ``sessions``: dicts {session_id, external_id, agent, task, outcome, events}; failed or abandoned sessions do
-    not count. A sequence must also recur within its work: in PROCEDURE_MIN_TASK_SHARE of the sessions of its
-    most common agent and task. Returns maximal sequences (one nested in a longer accepted one is dropped), most
-    common first: {steps, texts, sessions, external_ids, agents, tasks, evidence}.
-    """
-    # Pass 1: each session's steps (small: the events are not kept) and the sessions supporting each 3-step window.
-    per_work: Counter = Counter()
-    kept: list[tuple[dict, list[dict]]] = []
-    window_support: Counter = Counter()
-    total = 0
-    for s in sessions:
-        total += 1
-        meta = {k: s.get(k) for k in ("session_id", "external_id", "agent", "task")}
-        per_work[(meta["agent"], meta["task"])] += 1
-        if s.get("outcome") in ("failure", "abandoned"):
-            continue
-        steps = procedure_steps(s.get("events") or [])[:MAX_SESSION_STEPS]
-        keys = [st["step"] for st in steps]
-        windows = {tuple(keys[i : i + MIN_STEPS]) for i in range(len(keys) - MIN_STEPS + 1)}
-        if windows:
-            window_support.update(windows)
-            kept.append((meta, steps))
-    # Pass 2 (a priori): a longer sequence can only recur if each of its 3-step windows does, so only those grow.
-    support: dict[tuple, list[dict]] = defaultdict(list)
-    for meta, steps in kept:
-        keys = [st["step"] for st in steps]
-        frequent = [window_support[tuple(keys[i : i + MIN_STEPS])] >= min_sessions for i in range(len(keys))]
-        seen: set[tuple] = set()
-        for i in range(len(keys) - MIN_STEPS + 1):
-            for n in range(MIN_STEPS, min(MAX_STEPS, len(keys) - i) + 1):
-                if not frequent[i + n - MIN_STEPS]:
-                    break
-                gram = tuple(keys[i : i + n])
-                if gram in seen or len(set(gram)) < MIN_STEPS:
-                    continue
-                seen.add(gram)
-                support[gram].append({"session": meta, "steps": steps[i : i + n]})
-    analysed = sessions_analysed if sessions_analysed is not None else total
-    candidates = [
-        g
-        for g, hits in support.items()
-        if _recurs(len(hits), analysed, min_sessions, min_share) and _within_work(hits, per_work)
-    ]
-    candidates.sort(key=lambda g: (-len(g), -len(support[g]), g))
-    accepted: list[tuple] = []
-    for gram in candidates:
-        if any(_contains(a, gram) for a in accepted):
-            continue
-        accepted.append(gram)
-    accepted.sort(key=lambda g: (-len(support[g]), -len(g), g))
-    out = []
-    for gram in accepted[:MAX_PROCEDURES]:
-        hits = support[gram]
-        texts = []
-        for pos in range(len(gram)):
-            raw = Counter(h["steps"][pos]["text"] for h in hits)
-            text, count = raw.most_common(1)[0]
-            # Show the command as run when the sessions agree on it, else its normalised form.
-            texts.append(text if count == len(hits) else gram[pos])
-        out.append(
-            {
-                "steps": list(gram),
-                "texts": texts,
-                "sessions": [h["session"].get("session_id") for h in hits],
-                "external_ids": [h["session"].get("external_id") for h in hits],
-                "agents": sorted({h["session"].get("agent") for h in hits if h["session"].get("agent")}),
-                "tasks": Counter(h["session"].get("task") for h in hits if h["session"].get("task")),
-                "evidence": [
-                    {
-                        "session_id": h["session"].get("session_id"),
-                        "external_id": h["session"].get("external_id"),
-                        "event_index": h["steps"][0]["index"],
-                        "excerpt": " → ".join(st["text"] for st in h["steps"])[:300],
-                        "trust": "agent",
-                    }
-                    for h in hits
-                ],
-            }
-        )
-    return out
-
-
-def _step_head(step: str) -> str:
-    """The recognisable part of a step: program and first sub-command word (e.g. ``make release``, ``git tag``)."""
-    words = [w for w in step.split() if not w.startswith(("-", "<", '"'))]
-    return " ".join(words[:2]).lower()
-
-
 def procedure_covered(procedure: dict, skills: Sequence[dict]) -> str | None:
     """Name of a skill that already describes at least two thirds of the procedure's steps, else None."""
-    heads = [_step_head(s) for s in procedure["steps"]]
+    heads = [step_head(s) for s in procedure["steps"]]
     for skill in skills:
         text = " ".join(f"{skill.get('description', '')}\n{skill.get('body', '')}".lower().split())
         hits = sum(1 for h in heads if h and h in text)
@@ -557,7 +351,7 @@ def _skill_name(procedure: dict, taken: set[str]) -> str:
     base_words = re.findall(r"[a-z0-9]+", (task or "").lower())
     if not base_words:
         for step in procedure["steps"]:
-            base_words += [w for w in re.findall(r"[a-z0-9]+", _step_head(step)) if w not in base_words]
+            base_words += [w for w in re.findall(r"[a-z0-9]+", step_head(step)) if w not in base_words]
         base_words = base_words[:4]
     base = "-".join(base_words + ["procedure"])[:55].strip("-") or "procedure"
     name, n = base, 2
@@ -601,7 +395,8 @@ def _add_drafts(procedures: Sequence[dict], skills: Sequence[dict], sessions_ana
         k = len(proc["sessions"])
         drafts.append(
             _draft(
-                operation="add",
+                "add",
+                "proc:" + " > ".join(proc["steps"]),
                 content=procedure_skill_md(proc, name, sessions_analysed),
                 kind="skill_procedure",
                 rationale=(
@@ -611,7 +406,6 @@ def _add_drafts(procedures: Sequence[dict], skills: Sequence[dict], sessions_ana
                 prevalence_sessions=k,
                 prevalence_of=sessions_analysed,
                 confidence=round(min(0.9, 0.4 + 0.1 * k), 3),
-                signature=signature("add", [], "proc:" + " > ".join(proc["steps"])),
                 evidence=[dict(e) for e in proc["evidence"][:EVIDENCE_PER_GROUP]],
                 key_hint=name,
             )

@@ -1,0 +1,35 @@
+"""How a tool call reads, for every signal that looks at tool calls (the rules analyzer's actions, the recurring
+procedures of skill proposals): which tools are shells, and which argument says what a call does."""
+
+from __future__ import annotations
+
+import re
+
+# A tool whose argument is a shell command line.
+SHELL_TOOLS = re.compile(r"^(?:bash|sh|zsh|shell|terminal|run|exec|execute|run_command|run_shell|command|cmd)$", re.I)
+# The arguments that say what a call does, most telling first (a command before a path before a query...).
+ARG_KEYS = (
+    "command",
+    "cmd",
+    "script",
+    "path",
+    "file",
+    "file_path",
+    "filename",
+    "query",
+    "q",
+    "pattern",
+    "url",
+    "target",
+    "input",
+    "text",
+)
+
+
+def main_argument(arguments: dict) -> str | None:
+    """The first non-blank string among a call's ARG_KEYS arguments, as given; None when there is none."""
+    for key in ARG_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None

@@ -1,0 +1,56 @@
+"""The skill proposals of a run: the team's published skills and the run's sessions, through the pure functions of
+reviews.analysis.skills and reviews.analysis.procedures, risk-assessed and redacted like the memory drafts.
+
+Two signals: an update of the skill whose domain a recurring lesson belongs to, and a new skill for a recurring
+procedure no skill covers. They are never auto-applied: reviews.services.policy_allows refuses target_kind "skill"
+whatever the policy (skills are promoted by people).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db.models import F
+
+from memory.models import AgentSession
+
+from ..analysis.findings import ProposalDraft
+from ..analysis.procedures import recurring_procedures
+from ..analysis.risk import assess, redact_draft
+from ..analysis.skills import group_findings, skill_drafts
+from ..models import AutonomyPolicy, DreamRun
+
+
+def skill_proposals(
+    run: DreamRun, sessions: Sequence, policy: AutonomyPolicy, skills: Sequence[dict]
+) -> list[ProposalDraft]:
+    """Skill drafts for one run (call inside its team scope). ``sessions``: the run's SessionFindings (session_id
+    is the pk), every analysed session; ``skills``: the team's published skills (skill_snapshots)."""
+    analysed = len(sessions)
+    groups = group_findings(sessions)
+    ids = [s.session_id for s in sessions]
+    # Streamed in chunks; recurring_procedures keeps only each session's successful steps, not its events.
+    rows = (
+        AgentSession.objects.filter(team_id=run.team_id, pk__in=ids)
+        .order_by("pk")
+        .values("events", "outcome", "agent", "task", "external_id", session_id=F("pk"))
+        .iterator(chunk_size=100)
+    )
+    procedures = recurring_procedures(
+        rows, min_sessions=policy.min_sessions, min_share=policy.min_share, sessions_analysed=analysed
+    )
+    drafts = []
+    for fields in skill_drafts(
+        groups,
+        skills,
+        sessions_analysed=analysed,
+        procedures=procedures,
+        min_sessions=policy.min_sessions,
+        min_share=policy.min_share,
+    ):
+        draft = ProposalDraft(**fields)
+        allowed = list(run.team.allowed_hosts or [])
+        draft.risk, draft.risk_reasons = assess(draft, store_kind=run.store.kind, allowed_hosts=allowed)
+        redact_draft(draft)
+        drafts.append(draft)
+    return drafts
