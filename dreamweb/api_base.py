@@ -101,7 +101,8 @@ _DESCRIPTIONS = {
     401: "No key, or an invalid, revoked or expired key.",
     403: "The key lacks the scope, or the store does not let agents (or this key) write.",
     404: "No such object in the key's team.",
-    409: "An entry with this key already exists.",
+    409: "Conflict: an entry with this key already exists (create), the entry is archived (write), or a dream is "
+    "already running.",
     412: "The entry changed since you read it (`If-Match` is stale); nothing was written.",
     413: "The request body is too large.",
     415: "The body must be JSON (`Content-Type: application/json`).",

@@ -18,7 +18,7 @@ from django.db import models
 
 
 def content_hash(text: str) -> str:
-    """sha256 of a text: an entry's ETag and the base hash every write names."""
+    """sha256 of a text: what a proposal names as the state of its targets (an entry's ETag names its version)."""
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -99,9 +99,9 @@ class InvalidChange(ChangeRefused):
 
 
 class WriteConflict(ChangeRefused):
-    """The target changed since the caller read it: the write named a content hash that is no longer current.
+    """The target changed since the caller read it: the write named a version or content hash no longer current.
 
-    ``expected`` is the hash the caller named, ``actual`` the current one; ``target`` says what it is about."""
+    ``expected`` is what the caller named, ``actual`` the current one; ``target`` says what it is about."""
 
     target = "target"
 

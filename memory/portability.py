@@ -208,7 +208,7 @@ def import_document(team, doc, *, store_slug: str | None = None, author: Author 
                 continue
             update_entry(
                 entry,
-                base_hash=entry.content_hash,
+                base_version=entry.version,
                 author=author,
                 provenance=prov,
                 operation=Operation.IMPORT,

@@ -1,12 +1,14 @@
 """The one place that writes memory entries. Every write is a new MemoryVersion with full provenance, and every
-change of an existing entry names the content hash it was prepared against (optimistic concurrency): a stale hash
-raises StaleWrite and nothing is overwritten."""
+change of an existing entry names the version it was prepared against (optimistic concurrency): a stale version
+raises StaleWrite and nothing is overwritten. Versions only grow, so a version once superseded never matches again,
+whichever fields changed and even when the content comes back to an earlier text. Reviewed proposals, which are
+prepared against content, name the content hash instead."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -22,7 +24,8 @@ class MemoryWriteError(ChangeRefused):
 
 
 class StaleWrite(WriteConflict, MemoryWriteError):
-    """The entry changed since the caller read it (HTTP 412)."""
+    """The entry changed since the caller read it (HTTP 412). ``entry`` is its current state; ``expected`` and
+    ``actual`` name versions (or content hashes, for proposals)."""
 
     target = "entry"
 
@@ -33,6 +36,14 @@ class StaleWrite(WriteConflict, MemoryWriteError):
 
 class EntryExists(MemoryWriteError):
     pass
+
+
+class ArchivedEntry(InvalidChange, MemoryWriteError):
+    """A write to an archived entry that does not bring it back (HTTP 409): restore it first."""
+
+    def __init__(self, entry: MemoryEntry):
+        self.entry = entry
+        super().__init__(f"entry {entry.key!r} is archived: restore it before changing it")
 
 
 def _record(entry: MemoryEntry, operation: str, previous_hash: str, author: Author, prov: Provenance) -> MemoryVersion:
@@ -114,10 +125,23 @@ def _locked(entry: MemoryEntry) -> MemoryEntry:
     return MemoryEntry.objects.select_for_update().get(pk=entry.pk)
 
 
+def _check_base(current: MemoryEntry, base_version, base_hash: str | None) -> None:
+    """Raise StaleWrite unless ``current`` is still what the caller prepared its change against: one of the versions
+    it names (an If-Match list may name several), or, for proposals, its content hash."""
+    if base_version is not None:
+        versions = {base_version} if isinstance(base_version, int) else set(base_version)
+        if current.version not in versions:
+            expected = ", ".join(f"version {v}" for v in sorted(versions))
+            raise StaleWrite(current, expected, f"version {current.version}")
+    elif base_hash != current.content_hash:
+        raise StaleWrite(current, base_hash, current.content_hash)
+
+
 def update_entry(
     entry: MemoryEntry,
     *,
-    base_hash: str | None,
+    base_version: int | Collection[int] | None = None,
+    base_hash: str | None = None,
     author: Author,
     content: str | None = None,
     scope_agent=_UNSET,
@@ -127,12 +151,14 @@ def update_entry(
     provenance: Provenance | None = None,
     operation: str = Operation.UPDATE,
 ) -> MemoryEntry:
-    """Change an entry if it still has ``base_hash``; returns the fresh entry. Raises StaleWrite otherwise."""
+    """Change an entry if it is still at ``base_version`` (or has ``base_hash``, for proposals); returns the fresh
+    entry. Raises StaleWrite when it changed meanwhile, ArchivedEntry when it is archived and stays archived."""
     prov = provenance or Provenance()
     with transaction.atomic():
         current = _locked(entry)
-        if base_hash != current.content_hash:
-            raise StaleWrite(current, base_hash, current.content_hash)
+        _check_base(current, base_version, base_hash)
+        if current.status == EntryStatus.ARCHIVED and (status or current.status) != EntryStatus.ACTIVE:
+            raise ArchivedEntry(current)
         previous_hash = current.content_hash
         if content is not None:
             current.content = validate_content(content)
@@ -153,10 +179,17 @@ def update_entry(
 
 
 def archive_entry(
-    entry: MemoryEntry, *, base_hash: str | None, author: Author, provenance=None, operation: str = Operation.ARCHIVE
+    entry: MemoryEntry,
+    *,
+    base_version: int | Collection[int] | None = None,
+    base_hash: str | None = None,
+    author: Author,
+    provenance=None,
+    operation: str = Operation.ARCHIVE,
 ) -> MemoryEntry:
     return update_entry(
         entry,
+        base_version=base_version,
         base_hash=base_hash,
         author=author,
         status=EntryStatus.ARCHIVED,
@@ -165,9 +198,17 @@ def archive_entry(
     )
 
 
-def restore_entry(entry: MemoryEntry, *, base_hash: str | None, author: Author, provenance=None) -> MemoryEntry:
+def restore_entry(
+    entry: MemoryEntry,
+    *,
+    base_version: int | Collection[int] | None = None,
+    base_hash: str | None = None,
+    author: Author,
+    provenance=None,
+) -> MemoryEntry:
     return update_entry(
         entry,
+        base_version=base_version,
         base_hash=base_hash,
         author=author,
         status=EntryStatus.ACTIVE,
@@ -177,13 +218,20 @@ def restore_entry(entry: MemoryEntry, *, base_hash: str | None, author: Author, 
 
 
 def revert_entry(
-    entry: MemoryEntry, *, to_number: int, base_hash: str | None, author: Author, reason: str = ""
+    entry: MemoryEntry,
+    *,
+    to_number: int,
+    base_version: int | Collection[int] | None = None,
+    base_hash: str | None = None,
+    author: Author,
+    reason: str = "",
 ) -> MemoryEntry:
     """Bring back the state of an earlier version, as a new version (history is never rewritten)."""
     target = MemoryVersion.objects.get(entry=entry, number=to_number)
     prov = Provenance(reason=reason or f"revert to version {to_number}")
     return update_entry(
         entry,
+        base_version=base_version,
         base_hash=base_hash,
         author=author,
         content=target.content,

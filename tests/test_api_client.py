@@ -17,7 +17,7 @@ from tests.api_support import fast_passwords, make_key  # noqa: F401 - fixtures
 from tests.factories import make_entry, make_skill
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clients" / "python"))
-from dreamweb_client import DreamwebClient, EntryExists, StaleEntry  # noqa: E402
+from dreamweb_client import DreamwebClient, EntryArchived, EntryExists, StaleEntry  # noqa: E402
 
 pytestmark = pytest.mark.django_db
 
@@ -76,3 +76,8 @@ def test_agent_loop_with_the_client(world, in_process):
     assert ContextServe.objects.get().session_external_id == "run-1"
     assert MemoryEntry.objects.get(key="deploy-command").versions.get(number=2).reason.startswith("in-band write")
     assert [e["key"] for e in dw.entries("eng")] == ["deploy-command", "new-note"]
+
+    archived = dw.archive_entry("eng", "new-note", etag=dw.entry("eng", "new-note")["etag"])
+    with pytest.raises(EntryArchived) as refused:
+        dw.update_entry("eng", "new-note", etag=archived["etag"], tags=["late"])
+    assert refused.value.status == 409 and not isinstance(refused.value, EntryExists)

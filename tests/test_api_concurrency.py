@@ -60,3 +60,50 @@ def test_same_if_match_one_wins_one_412(live_server):
         assert versions[-1][1] == f"round {round_} writer {winner}"
         assert not any(c == f"round {round_} writer {1 - winner}" for _, c in versions)
     assert MemoryEntry.objects.filter(store=store).count() == 1
+
+
+# One write of each field kind an agent can change: 20 writers from one ETag, exactly one may win.
+FIELD_WRITES = {
+    "content": ("PUT", lambda i: {"content": f"writer {i}"}),
+    "tags": ("PATCH", lambda i: {"tags": [f"writer-{i}"]}),
+    "scope agent": ("PATCH", lambda i: {"scope": {"agent": f"bot-{i}"}}),
+    "scope task": ("PATCH", lambda i: {"scope": {"task": f"task-{i}"}}),
+    "archive": ("DELETE", lambda i: None),
+    "mixed": (None, None),
+}
+WRITERS = 20
+
+
+@pytest.mark.parametrize("kind", list(FIELD_WRITES))
+def test_twenty_concurrent_writes_from_one_etag_one_wins(live_server, kind):
+    team = TeamFactory(slug="race20")
+    store = StoreFactory(team=team, slug="shared", agents_may_write=True)
+    entry = make_entry(store, key="deploy", content="Deploy with `make deploy`.")
+    _, raw = AgentKey.generate(team=team, name="racer", scopes=["memory:read", "memory:write"], writable_stores=["*"])
+    url = f"{live_server.url}/api/v1/stores/shared/entries/deploy/"
+    headers = {"Authorization": f"Api-Key {raw}"}
+    with httpx.Client(headers=headers, timeout=60) as client:
+        etag = client.get(url).headers["ETag"]
+    kinds = [k for k in FIELD_WRITES if k != "mixed"]
+    barrier = threading.Barrier(WRITERS)
+    results: dict[int, httpx.Response] = {}
+
+    def writer(i: int) -> None:
+        method, body = FIELD_WRITES[kinds[i % len(kinds)] if kind == "mixed" else kind]
+        with httpx.Client(headers=headers, timeout=60) as client:
+            barrier.wait()
+            results[i] = client.request(method, url, json=body(i), headers={"If-Match": etag})
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    statuses = sorted(r.status_code for r in results.values())
+    assert statuses == [200] + [412] * (WRITERS - 1), [r.text for r in results.values() if r.status_code != 412]
+    winner = next(r for r in results.values() if r.status_code == 200)
+    assert {r.json()["current_etag"] for r in results.values() if r.status_code == 412} == {winner.headers["ETag"]}
+    entry.refresh_from_db()
+    assert entry.version == 2
+    assert list(MemoryVersion.objects.filter(entry=entry).order_by("number").values_list("number", flat=True)) == [1, 2]

@@ -43,7 +43,7 @@ def test_read_entry_with_etag_and_304(world, keys):
     api = Api(keys.reader)
     r = api.get(BASE + "deploy-command/")
     assert r.status_code == 200
-    assert r["ETag"] == f'"{entry.content_hash}"'
+    assert r["ETag"] == f'"{entry.pk}.{entry.version}"'
     assert r.json()["content"] == entry.content and r.json()["etag"] == r["ETag"]
     r = api.get(BASE + "deploy-command/", headers={"If-None-Match": r["ETag"]})
     assert r.status_code == 304 and r.content == b""
@@ -112,7 +112,7 @@ def test_create_entry(world, keys, writable):
     r = api.post(BASE, {**body, "session_id": "not-yet-pushed"})
     assert r.status_code == 201, r.json()
     entry = MemoryEntry.objects.get(store=writable, key="db-migrations")
-    assert r["ETag"] == f'"{entry.content_hash}"'
+    assert r["ETag"] == f'"{entry.pk}.{entry.version}"'
     assert entry.scope_task == "release" and entry.origin == "agent"
     version = entry.versions.get()
     assert version.author_key.name == "full" and version.session is None

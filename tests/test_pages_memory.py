@@ -1,6 +1,6 @@
 # ruff: noqa: F811 - the page_support fixtures (client, fast hashing) are imported by name
 """The memory browser and the session viewer: stores, entries (search, scope), history with provenance, diffs
-between versions, revert with a base hash, and transcripts that are always text."""
+between versions, revert naming the version it was prepared against, and transcripts that are always text."""
 
 from __future__ import annotations
 
@@ -89,26 +89,53 @@ def test_diff_between_any_two_versions(client, world):
     assert "<del>alpha</del><ins>delta</ins><span> gamma</span>" in body
 
 
-def test_revert_is_a_new_version_and_needs_the_current_hash(client, world):
+def test_revert_is_a_new_version_and_needs_the_current_version(client, world):
     entry = make_entry(world.store_a, key="k", content="first")
-    entry = update_entry(entry, base_hash=entry.content_hash, author=Author.system(), content="second")
+    entry = update_entry(entry, base_version=1, author=Author.system(), content="second")
     client = login(client, world.alice)
     url = reverse("memory:revert", args=[entry.pk])
+    assert f'name="base_version" value="{entry.version}"' in client.get(reverse("memory:entry", args=[entry.pk])).text
 
-    stale = client.post(url, {"number": 1, "base_hash": "not-the-current-hash"}, follow=True)
+    stale = client.post(url, {"number": 1, "base_version": 1}, follow=True)
     assert "Not reverted" in stale.content.decode()
     entry.refresh_from_db()
     assert (entry.content, entry.version) == ("second", 2)
 
-    ok = client.post(url, {"number": 1, "base_hash": entry.content_hash, "reason": "bad edit"}, follow=True)
+    ok = client.post(url, {"number": 1, "base_version": 2, "reason": "bad edit"}, follow=True)
     assert "saved as version 3" in ok.content.decode()
     entry.refresh_from_db()
     assert (entry.content, entry.version) == ("first", 3)
     v3 = entry.versions.get(number=3)
     assert (v3.operation, v3.author_user, v3.reason) == ("revert", world.alice, "bad edit")
 
-    missing = client.post(url, {"number": 42, "base_hash": entry.content_hash}, follow=True)
+    missing = client.post(url, {"number": 42, "base_version": 3}, follow=True)
     assert "There is no version 42." in missing.content.decode()
+
+
+def test_revert_refuses_a_page_opened_before_a_change_of_tags_or_scope(client, world):
+    """The content is the same as when the page was opened, but the tags changed meanwhile: nothing is reverted."""
+    entry = make_entry(world.store_a, key="k", content="first")
+    entry = update_entry(entry, base_version=1, author=Author.system(), content="second")
+    seen = entry.version
+    update_entry(entry, base_version=seen, author=Author.system(), tags=["kept"])
+    client = login(client, world.alice)
+    stale = client.post(reverse("memory:revert", args=[entry.pk]), {"number": 1, "base_version": seen}, follow=True)
+    assert "Not reverted" in stale.text
+    entry.refresh_from_db()
+    assert (entry.content, entry.tags, entry.version) == ("second", ["kept"], 3)
+
+
+def test_revert_of_an_archived_entry_to_an_archived_state_is_refused_with_a_message(client, world):
+    entry = make_entry(world.store_a, key="k", content="first")
+    archive_entry(entry, base_version=1, author=Author.system())
+    client = login(client, world.alice)
+    url = reverse("memory:revert", args=[entry.pk])
+    refused = client.post(url, {"number": 2, "base_version": 2}, follow=True)
+    assert refused.status_code == 200 and "is archived too" in refused.text
+    restored = client.post(url, {"number": 1, "base_version": 2}, follow=True)
+    assert "saved as version 3" in restored.text
+    entry.refresh_from_db()
+    assert (entry.status, entry.version) == ("active", 3)
 
 
 HOSTILE = [

@@ -64,7 +64,7 @@ ACTIONS = [
     (
         "revert",
         lambda o: reverse("memory:revert", args=[o.entry.pk]),
-        lambda o: {"number": 1, "base_hash": o.entry.content_hash},
+        lambda o: {"number": 1, "base_version": o.entry.version},
         "reviewer",
     ),
     ("dream", lambda o: reverse("reviews:dream", args=[o.store.pk]), lambda o: {"dry_run": "on"}, "reviewer"),

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["DreamwebClient", "DreamwebError", "StaleEntry", "EntryExists", "NotFound"]
+__all__ = ["DreamwebClient", "DreamwebError", "StaleEntry", "EntryExists", "EntryArchived", "NotFound"]
 
 
 class DreamwebError(Exception):
@@ -46,6 +46,10 @@ class StaleEntry(DreamwebError):
     @property
     def current_etag(self) -> str | None:
         return self.body.get("current_etag")
+
+
+class EntryArchived(DreamwebError):
+    """409 `archived`: the entry is archived and refuses writes (a person can restore it)."""
 
 
 _ERRORS = {404: NotFound, 409: EntryExists, 412: StaleEntry}
@@ -87,7 +91,8 @@ class DreamwebClient:
                 body = response.json()
             except ValueError:
                 body = {"detail": response.text[:500], "code": "error"}
-            raise _ERRORS.get(response.status_code, DreamwebError)(response.status_code, body)
+            error = _ERRORS.get(response.status_code, DreamwebError)
+            raise (EntryArchived if body.get("code") == "archived" else error)(response.status_code, body)
         return response
 
     @staticmethod

@@ -3,6 +3,8 @@ check that a key may write a store (403), read ETag headers, name the session of
 
 from __future__ import annotations
 
+import re
+
 from rest_framework import exceptions
 
 from dreamweb.api_base import PreconditionRequired
@@ -35,35 +37,53 @@ def ensure_may_write(key, store: MemoryStore) -> None:
         raise exceptions.PermissionDenied(f"This API key may not write to store {store.slug!r}.")
 
 
-def etag(content_hash: str) -> str:
-    return f'"{content_hash}"'
+# Bounded digits: an absurd tag is simply not one of ours (no int conversion of a megabyte of digits).
+_ENTRY_TAG = re.compile(r"(\d{1,19})\.(\d{1,19})", re.ASCII)
 
 
-def parse_etags(header: str) -> list[str]:
-    """The entity tags of an If-Match / If-None-Match header, unquoted (weak tags compared by their value)."""
+def etag(entry: MemoryEntry) -> str:
+    """The entry's entity tag: its id and version, so any write (of any field) gives a new one, and one that was
+    superseded never comes back (the version only grows; the id tells an entry apart from a later one that took
+    its key)."""
+    return f'"{entry.pk}.{entry.version}"'
+
+
+def parse_etags(header: str) -> list[tuple[bool, str]]:
+    """The entity tags of an If-Match / If-None-Match header as (weak, opaque tag without quotes)."""
     tags = []
     for part in header.split(","):
         part = part.strip()
-        if part.startswith("W/"):
+        weak = part.startswith("W/")
+        if weak:
             part = part[2:]
         if len(part) >= 2 and part[0] == part[-1] == '"':
             part = part[1:-1]
         if part:
-            tags.append(part)
+            tags.append((weak, part))
     return tags
 
 
-def base_hash_from_if_match(request, entry: MemoryEntry) -> str:
-    """The content hash the client prepared its change against, from If-Match (428 when missing)."""
+def none_match(request, entry: MemoryEntry) -> bool:
+    """Whether If-None-Match names the entry as it is (weak comparison, `*` included): the client has it."""
+    current = etag(entry)[1:-1]
+    return any(tag in (current, "*") for _, tag in parse_etags(request.headers.get("If-None-Match", "")))
+
+
+def if_match_versions(request, entry: MemoryEntry) -> frozenset[int]:
+    """The versions of this entry that If-Match names (428 when it names none at all). Strong comparison: a weak tag
+    never matches; a tag of another entry, or not one of ours, names no version (the write is then stale, 412)."""
     header = request.headers.get("If-Match", "").strip()
     if not header:
         raise PreconditionRequired("This write needs an If-Match header with the entry's ETag (GET the entry first).")
     tags = parse_etags(header)
-    if not tags or "*" in tags:
-        raise PreconditionRequired(
-            "If-Match must name the entry's ETag (its quoted content hash); `*` is not accepted."
-        )
-    return entry.content_hash if entry.content_hash in tags else tags[0]
+    if not tags or any(tag == "*" for _, tag in tags):
+        raise PreconditionRequired("If-Match must name the entry's ETag (as the GET returned it); `*` is not accepted.")
+    versions = set()
+    for weak, tag in tags:
+        match = _ENTRY_TAG.fullmatch(tag)
+        if not weak and match and match[1] == str(entry.pk):
+            versions.add(int(match[2]))
+    return frozenset(versions)
 
 
 def provenance_for(request, key, body_session_id: str | None, reason: str) -> Provenance:

@@ -13,7 +13,7 @@ from dreamweb.api_permissions import HasScope
 from memory import services
 from memory.models import EntryStatus, MemoryEntry, MemoryStore
 
-from .common import base_hash_from_if_match, ensure_may_write, etag, get_entry, get_store, parse_etags, provenance_for
+from .common import ensure_may_write, etag, get_entry, get_store, if_match_versions, none_match, provenance_for
 from .serializers import EntryCreateSerializer, EntrySerializer, EntryUpdateSerializer, StoreSerializer
 
 SLUG = OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="Store slug.")
@@ -33,7 +33,7 @@ ETAG_HEADER = OpenApiParameter(
     OpenApiTypes.STR,
     OpenApiParameter.HEADER,
     response=[200, 201, 304],
-    description="Quoted content hash of the entry: send it back in If-Match.",
+    description="The entry's version tag (id and version, quoted): send it back in If-Match.",
 )
 
 
@@ -139,7 +139,7 @@ class EntryListCreateView(AgentListView):
             raise serializers.ValidationError({"content": [str(exc)]}) from exc
         entry.store = store
         return Response(
-            EntrySerializer(entry).data, status=status.HTTP_201_CREATED, headers={"ETag": etag(entry.content_hash)}
+            EntrySerializer(entry).data, status=status.HTTP_201_CREATED, headers={"ETag": etag(entry)}
         )
 
 
@@ -171,8 +171,8 @@ class EntryDetailView(AgentAPIView):
     )
     def get(self, request, slug, key):
         entry = get_entry(get_store(self.key, slug), key)
-        tag = etag(entry.content_hash)
-        if entry.content_hash in parse_etags(request.headers.get("If-None-Match", "")):
+        tag = etag(entry)
+        if none_match(request, entry):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": tag})
         return Response(EntrySerializer(entry).data, headers={"ETag": tag})
 
@@ -180,7 +180,7 @@ class EntryDetailView(AgentAPIView):
         store = get_store(self.key, slug)
         ensure_may_write(self.key, store)
         entry = get_entry(store, key)
-        base = base_hash_from_if_match(request, entry)
+        versions = if_match_versions(request, entry)
         data = EntryUpdateSerializer(data=request.data, partial=partial)
         data.is_valid(raise_exception=True)
         d = data.validated_data
@@ -197,7 +197,7 @@ class EntryDetailView(AgentAPIView):
             entry,
             store,
             lambda: services.update_entry(
-                entry, base_hash=base, author=services.Author.agent(self.key), provenance=prov, **changes
+                entry, base_version=versions, author=services.Author.agent(self.key), provenance=prov, **changes
             ),
         )
 
@@ -205,20 +205,27 @@ class EntryDetailView(AgentAPIView):
         try:
             fresh = write()
         except services.StaleWrite as exc:
+            current = etag(exc.entry)
             raise PreconditionFailed(
-                f"Entry {entry.key!r} changed since you read it (it is now {etag(exc.actual)}); nothing was written. "
+                f"Entry {entry.key!r} changed since you read it (it is now {current}); nothing was written. "
                 "GET it again, merge, and retry with the new ETag.",
-                extra={"current_etag": etag(exc.actual)},
-                headers={"ETag": etag(exc.actual)},
+                extra={"current_etag": current},
+                headers={"ETag": current},
+            ) from exc
+        except services.ArchivedEntry as exc:
+            raise Conflict(
+                f"Entry {entry.key!r} is archived; nothing was written. A person can restore it in its history.",
+                code="archived",
+                headers={"ETag": etag(exc.entry)},
             ) from exc
         except services.InvalidChange as exc:
             raise serializers.ValidationError({"content": [str(exc)]}) from exc
         fresh.store = store
-        return Response(EntrySerializer(fresh).data, headers={"ETag": etag(fresh.content_hash)})
+        return Response(EntrySerializer(fresh).data, headers={"ETag": etag(fresh)})
 
     _write_responses = {
         200: EntrySerializer,
-        **error_responses(400, 404, 412, 428),
+        **error_responses(400, 404, 409, 412, 428),
     }
 
     @extend_schema(
@@ -253,14 +260,16 @@ class EntryDetailView(AgentAPIView):
         store = get_store(self.key, slug)
         ensure_may_write(self.key, store)
         entry = get_entry(store, key)
-        base = base_hash_from_if_match(request, entry)
+        versions = if_match_versions(request, entry)
+        if entry.status == EntryStatus.ARCHIVED and entry.version in versions:
+            # Archived already, at the version the caller read: nothing to do (DELETE is idempotent). A stale
+            # If-Match on an archived entry goes on to the service, which refuses it like any stale write.
+            return Response(EntrySerializer(entry).data, headers={"ETag": etag(entry)})
         prov = provenance_for(request, self.key, None, "archived in-band")
-        if entry.status == EntryStatus.ARCHIVED and base == entry.content_hash:
-            return Response(EntrySerializer(entry).data, headers={"ETag": etag(entry.content_hash)})
         return self._write(
             entry,
             store,
             lambda: services.archive_entry(
-                entry, base_hash=base, author=services.Author.agent(self.key), provenance=prov
+                entry, base_version=versions, author=services.Author.agent(self.key), provenance=prov
             ),
         )

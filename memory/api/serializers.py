@@ -6,6 +6,8 @@ from rest_framework import serializers
 
 from memory.models import MemoryEntry, MemoryStore
 
+from .common import etag
+
 
 class ScopeSerializer(serializers.Serializer):
     agent = serializers.CharField(max_length=100, allow_null=True, allow_blank=True, required=False)
@@ -29,7 +31,9 @@ class EntrySerializer(serializers.ModelSerializer):
     store = serializers.CharField(source="store.slug", read_only=True)
     scope = ScopeSerializer(read_only=True)
     tags = serializers.ListField(child=serializers.CharField(), read_only=True)
-    etag = serializers.SerializerMethodField(help_text="The value to send back in `If-Match` (quoted content hash).")
+    etag = serializers.SerializerMethodField(
+        help_text="The value to send back in `If-Match` (the entry's id and version, quoted; changes with every write)."
+    )
 
     class Meta:
         model = MemoryEntry
@@ -53,7 +57,7 @@ class EntrySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_etag(self, entry) -> str:
-        return f'"{entry.content_hash}"'
+        return etag(entry)
 
 
 class _EntryWriteBase(serializers.Serializer):

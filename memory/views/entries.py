@@ -118,7 +118,7 @@ def entry_detail(request, pk: int):
 @login_required
 @require_POST
 def revert(request, pk: int):
-    """Bring back an earlier version as a new one. The form names the hash the person saw: if someone changed the
+    """Bring back an earlier version as a new one. The form names the version the person saw: if someone changed the
     entry meanwhile, nothing is written and the page says so."""
     entry = get_for_user(MemoryEntry.objects.all(), request.user, role=Role.REVIEWER, pk=pk)
     form = RevertForm(request.POST)
@@ -133,12 +133,14 @@ def revert(request, pk: int):
         updated = services.revert_entry(
             entry,
             to_number=number,
-            base_hash=form.cleaned_data["base_hash"],
+            base_version=form.cleaned_data["base_version"],
             author=services.Author.person(request.user),
             reason=form.cleaned_data.get("reason") or "",
         )
     except services.StaleWrite:
         messages.error(request, "Not reverted: the entry changed since you opened it. Here is its latest state.")
+    except services.ArchivedEntry:
+        messages.error(request, f"Not reverted: version {number} is archived too. Pick an active version to restore.")
     else:
         messages.success(request, f"Reverted to version {number}, saved as version {updated.version}.")
     return redirect("memory:entry", pk=entry.pk)

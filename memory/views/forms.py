@@ -33,5 +33,5 @@ class EntrySearchForm(forms.Form):
 
 class RevertForm(forms.Form):
     number = forms.IntegerField(min_value=1)
-    base_hash = forms.CharField(max_length=64)
+    base_version = forms.IntegerField(min_value=1)
     reason = forms.CharField(required=False, max_length=2000)
