@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils.dateparse import parse_datetime
 
 from .models import AgentSession
@@ -291,8 +291,23 @@ def _insert_ignoring_existing(team, sessions: list[CleanSession], key) -> set[st
     return created
 
 
+# A deadlock can still involve a batch when the caller's transaction holds other locks; PostgreSQL then fails one
+# statement, and the batch is tried again (in a savepoint, so the caller's transaction goes on). A few attempts.
+DEADLOCK_ATTEMPTS = 3
+_DEADLOCK = "40P01"
+
+
+def _is_deadlock(exc: Exception) -> bool:
+    """Django's wrapped error or psycopg's own (the PostgreSQL insert runs on a raw psycopg cursor)."""
+    return _DEADLOCK in (getattr(exc, "sqlstate", None), getattr(exc.__cause__, "sqlstate", None))
+
+
 def store_batch(team, sessions: list[CleanSession], *, key=None) -> BatchResult:
-    """Insert the sessions that are new for the team; report the rest as unchanged. Idempotent and race-safe."""
+    """Insert the sessions that are new for the team; report the rest as unchanged. Idempotent and race-safe.
+
+    Rows go in in the order of their external ids, whatever the batch's order: two batches that share ids wait for
+    each other's rows in one direction only, so they cannot deadlock (in opposite orders each would hold a row the
+    other needs)."""
     by_id: dict[str, CleanSession] = {}
     repeated: list[str] = []
     for s in sessions:
@@ -301,11 +316,20 @@ def store_batch(team, sessions: list[CleanSession], *, key=None) -> BatchResult:
             repeated.append(eid)  # a file that repeats an id keeps the first
         else:
             by_id[eid] = s
-    existing = set(
-        AgentSession.objects.filter(team=team, external_id__in=list(by_id)).values_list("external_id", flat=True)
-    )
-    new = [s for eid, s in by_id.items() if eid not in existing]
-    inserted = _insert_ignoring_existing(team, new, key) if new else set()
+    for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
+        try:
+            with transaction.atomic():
+                existing = set(
+                    AgentSession.objects.filter(team=team, external_id__in=list(by_id)).values_list(
+                        "external_id", flat=True
+                    )
+                )
+                new = [by_id[eid] for eid in sorted(by_id) if eid not in existing]
+                inserted = _insert_ignoring_existing(team, new, key) if new else set()
+            break
+        except Exception as exc:
+            if attempt == DEADLOCK_ATTEMPTS or not _is_deadlock(exc):
+                raise
     return BatchResult(
         created=[eid for eid in by_id if eid in inserted],
         unchanged=[eid for eid in by_id if eid not in inserted] + repeated,

@@ -138,9 +138,7 @@ class EntryListCreateView(AgentListView):
         except services.InvalidChange as exc:
             raise serializers.ValidationError({"content": [str(exc)]}) from exc
         entry.store = store
-        return Response(
-            EntrySerializer(entry).data, status=status.HTTP_201_CREATED, headers={"ETag": etag(entry)}
-        )
+        return Response(EntrySerializer(entry).data, status=status.HTTP_201_CREATED, headers={"ETag": etag(entry)})
 
 
 class EntryDetailView(AgentAPIView):
