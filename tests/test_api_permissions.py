@@ -72,7 +72,7 @@ def call(api: Api, data: Data, method, path, body, *, raw=..., entry=None):
     if body == "SESSION":
         body = session_doc("perm-1")
     entry = entry or data.entry
-    headers = {"If-Match": f'"{entry.content_hash}"'} if method in ("PUT", "PATCH", "DELETE") else {}
+    headers = {"If-Match": f'"{entry.pk}.{entry.version}"'} if method in ("PUT", "PATCH", "DELETE") else {}
     if method in ("GET", "DELETE"):
         return api.request(method, path, headers=headers, raw=raw)
     return api.request(method, path, body if body is not None else {}, headers=headers, raw=raw)
