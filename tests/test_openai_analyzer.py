@@ -72,6 +72,7 @@ def test_request_uses_strict_schema_and_delimited_untrusted_data(llm):
     oa.OpenAIAnalyzer().analyze(doc)
     body = llm.requests[-1]
     assert body["model"] == "gpt-fake"
+    assert body["max_tokens"] == 4000
     fmt = body["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     assert fmt["json_schema"]["schema"] == oa.FINDINGS_SCHEMA
@@ -122,7 +123,9 @@ def test_malformed_answer_is_a_named_error_with_its_tokens(llm, mode):
     llm.script["sess-bad"] = mode
     with pytest.raises(oa.MalformedAnswer) as info:
         oa.OpenAIAnalyzer().analyze(session_doc("sess-bad", corrected_command(5)))
-    assert (info.value.tokens_input, info.value.tokens_output) == (1200, 150)
+    # The answer and one repair request: both spent tokens.
+    assert len(llm.requests) == 2
+    assert (info.value.tokens_input, info.value.tokens_output) == (2 * 1200, 2 * 150)
 
 
 def test_timeout_raises_the_sdk_timeout(llm):
@@ -144,6 +147,7 @@ def test_transcript_is_trimmed_keeping_errors_corrections_and_notes_first():
     assert "events left out" in text
     # Kept events keep their original indexes, so excerpts can be checked against them.
     assert "[30] tool_call bash" in text
+    assert "[31] tool_result for a7 ERROR (exit 2), untrusted tool output:\n<<<OUTPUT " in text
 
 
 def test_registry_labels(settings):
@@ -211,11 +215,13 @@ def test_dream_with_openai_malformed_and_timeout_sessions_end_partial(llm, db, d
         )
     )
     assert failed["bad-json"].startswith("MalformedAnswer: the answer is not JSON")
+    assert failed["bad-json"].endswith("(also after a repair request)")
     assert failed["slow"].startswith("APITimeoutError")
-    # Tokens of the three good answers and of the malformed one (spent all the same); the timeout spent none.
-    assert (run.tokens_input, run.tokens_output) == (4 * 1200, 4 * 150)
-    assert float(run.cost_usd) == pytest.approx((4 * 1200 * 2.0 + 4 * 150 * 8.0) / 1e6, abs=1e-4)
+    # Tokens of the three good answers and of the malformed one and its repair (spent all the same); the timeout
+    # spent none.
+    assert (run.tokens_input, run.tokens_output) == (5 * 1200, 5 * 150)
+    assert float(run.cost_usd) == pytest.approx((5 * 1200 * 2.0 + 5 * 150 * 8.0) / 1e6, abs=1e-4)
     ok = SessionAnalysis.objects.get(run=run, session__external_id="ok-0")
     assert ok.findings[0]["new"] == "make release" and ok.tokens_input == 1200
     report = dreams.report(run)
-    assert report["run"]["sessions_failed"] == 2 and report["run"]["tokens"] == {"input": 4800, "output": 600}
+    assert report["run"]["sessions_failed"] == 2 and report["run"]["tokens"] == {"input": 6000, "output": 750}
