@@ -148,6 +148,13 @@ DREAMWEB_LLM_MAX_RETRIES = int(os.environ.get("DREAMWEB_LLM_MAX_RETRIES", "2"))
 # Characters of transcript one LLM analysis reads (errors, corrections and notes are kept first).
 DREAMWEB_LLM_TRANSCRIPT_CHARS = int(os.environ.get("DREAMWEB_LLM_TRANSCRIPT_CHARS", "48000"))
 DREAMWEB_LLM_MAX_OUTPUT_TOKENS = int(os.environ.get("DREAMWEB_LLM_MAX_OUTPUT_TOKENS", "4000"))
+# Sampling temperature; unset, the server's default is used (some models take no other value).
+DREAMWEB_LLM_TEMPERATURE = (
+    float(os.environ["DREAMWEB_LLM_TEMPERATURE"]) if os.environ.get("DREAMWEB_LLM_TEMPERATURE") else None
+)
+# Seconds that what an endpoint takes (response format, name of the token limit) is remembered before the best
+# format is asked for again (reviews/analysis/structured_output.py).
+DREAMWEB_LLM_FORMAT_TTL = int(os.environ.get("DREAMWEB_LLM_FORMAT_TTL", "86400"))
 # USD per million tokens, {"model": [input, output]}: the run's estimated cost (unknown models cost 0).
 DREAMWEB_LLM_PRICES = json.loads(os.environ.get("DREAMWEB_LLM_PRICES", "{}"))
 
