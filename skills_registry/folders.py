@@ -8,15 +8,24 @@ Pure file and text handling; the database side is in skills_registry.services. A
   gets a freshly dumped front matter instead).
 * every other file is a reference, stored as text when it is UTF-8 (CRLF and all), else as base64 under an
   explicit marker (``{"encoding": "base64", "data": ...}``), so that images or PDFs come back byte for byte.
+* an executable file keeps its executable bit, as git does (mode 755 or 644, nothing finer): its value is the
+  marker form with ``"mode": "755"`` (``{"encoding": "utf-8" | "base64", "data": ..., "mode": "755"}``), and it is
+  written back with that mode.
 
-Not kept: file modes (an executable script comes back as a plain file), empty directories, symlinks (refused).
+A description longer than the specification's 1,024 characters is accepted with a warning (the agents that load
+skills do so; Anthropic's own ``claude-api`` skill has 1,068); past ``DESCRIPTION_HARD_MAX`` it is refused.
+
+Not kept: other mode bits, empty directories, symlinks (refused).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,11 +35,16 @@ SKILL_FILE = "SKILL.md"
 # Agent Skills specification: lowercase letters, digits and hyphens, no leading/trailing/double hyphen, 1-64.
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NAME_MAX = 64
-DESCRIPTION_MAX = 1024
+DESCRIPTION_MAX = 1024  # the Agent Skills specification's limit: longer is accepted with a warning
+DESCRIPTION_HARD_MAX = 8192  # past this a description is refused: it is shown in every agent's skill index
 # Front matter: a first line of exactly ``---``, YAML, then a line of exactly ``---`` (``...`` also closes YAML).
 FRONT_MATTER_RE = re.compile(r"\A(---[ \t]*\r?\n)(.*?)(^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z))", re.DOTALL | re.MULTILINE)
 MAX_REFERENCE_BYTES = 2 * 1024 * 1024
 BASE64 = "base64"
+UTF8 = "utf-8"
+EXECUTABLE = "755"
+# Folders never searched for skills: version control and dependency trees.
+SKIPPED_DIRS = {"node_modules", "__pycache__", "site-packages"}
 
 
 class _FrontMatterLoader(yaml.SafeLoader):
@@ -63,6 +77,7 @@ class SkillDocument:
     extra: dict = field(default_factory=dict)
     front_matter: str = ""
     references: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
 
 
 def validate_name(name, where="name") -> str:
@@ -79,9 +94,19 @@ def validate_name(name, where="name") -> str:
 def validate_description(description, where="description") -> str:
     if not isinstance(description, str) or not description.strip():
         raise ValueError(f"{where}: a non-empty string is required")
-    if len(description) > DESCRIPTION_MAX:
-        raise ValueError(f"{where}: at most {DESCRIPTION_MAX} characters (got {len(description)})")
+    if len(description) > DESCRIPTION_HARD_MAX:
+        raise ValueError(f"{where}: at most {DESCRIPTION_HARD_MAX} characters (got {len(description)})")
     return description
+
+
+def description_warnings(description: str, where="description") -> list[str]:
+    """What is accepted but outside the specification (the warning an import prints)."""
+    if len(description) > DESCRIPTION_MAX:
+        return [
+            f"{where} is {len(description)} characters, over the Agent Skills limit of {DESCRIPTION_MAX}; "
+            "imported as it is (agents may cut it short)"
+        ]
+    return []
 
 
 def _tags(value, path) -> list:
@@ -130,6 +155,7 @@ def parse_skill_md(text: str, path="SKILL.md") -> SkillDocument:
         tags=tags,
         extra=extra,
         front_matter=match.group(0),
+        warnings=description_warnings(description, "front matter: description"),
     )
 
 
@@ -165,14 +191,23 @@ def render_skill_md(doc: SkillDocument) -> str:
 # --- references ---------------------------------------------------------------------------------------------
 
 
-def encode_reference(data: bytes):
-    """Text when the bytes are UTF-8 without NUL (PostgreSQL JSON cannot hold NUL), else the base64 marker."""
+def encode_reference(data: bytes, *, executable: bool = False):
+    """Text when the bytes are UTF-8 without NUL (PostgreSQL JSON cannot hold NUL), else the base64 marker; an
+    executable file always takes the marker form, with ``"mode": "755"``."""
+    text = None
     if b"\x00" not in data:
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-    return {"encoding": BASE64, "data": base64.b64encode(data).decode("ascii")}
+        with contextlib.suppress(UnicodeDecodeError):
+            text = data.decode("utf-8")
+    if text is not None and not executable:
+        return text
+    value = {"encoding": UTF8, "data": text} if text is not None else {"encoding": BASE64, "data": _b64(data)}
+    if executable:
+        value["mode"] = EXECUTABLE
+    return value
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def decode_reference(value) -> bytes:
@@ -180,11 +215,22 @@ def decode_reference(value) -> bytes:
         return value.encode("utf-8")
     if isinstance(value, dict) and value.get("encoding") == BASE64:
         return base64.b64decode(value["data"])
+    if isinstance(value, dict) and value.get("encoding") == UTF8 and isinstance(value.get("data"), str):
+        return value["data"].encode("utf-8")
     raise ValueError(f"unknown reference value {type(value).__name__}")
 
 
 def is_binary(value) -> bool:
-    return isinstance(value, dict)
+    return isinstance(value, dict) and value.get("encoding") == BASE64
+
+
+def is_executable(value) -> bool:
+    return isinstance(value, dict) and value.get("mode") == EXECUTABLE
+
+
+def reference_text(value) -> str:
+    """The text of a text reference (plain or executable)."""
+    return value if isinstance(value, str) else decode_reference(value).decode("utf-8")
 
 
 def reference_size(value) -> int:
@@ -226,17 +272,25 @@ def read_skill_folder(folder: Path) -> SkillDocument:
         size = path.stat().st_size
         if size > MAX_REFERENCE_BYTES:
             raise SkillFolderError(path, f"is {size} bytes; references may be at most {MAX_REFERENCE_BYTES} bytes")
-        references[path.relative_to(folder).as_posix()] = encode_reference(path.read_bytes())
+        executable = bool(path.stat().st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
+        references[path.relative_to(folder).as_posix()] = encode_reference(path.read_bytes(), executable=executable)
     doc.references = references
     return doc
 
 
 def skill_folders(root: Path) -> list[Path]:
-    """The skill folders under ``root``: its subdirectories (a root that is itself a skill folder counts too)."""
+    """Every skill folder (a folder holding SKILL.md) at or below ``root``, in path order: a directory of skills,
+    one skill folder, or a repository whose skills sit deeper (``skills/<name>/``). A skill folder's own
+    subfolders are its files, not more skills; hidden folders (.git) and dependency trees are not searched."""
     root = Path(root)
-    if (root / SKILL_FILE).is_file():
-        return [root]
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    found: list[Path] = []
+    for current, dirs, files in os.walk(root):
+        if SKILL_FILE in files:
+            found.append(Path(current))
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+    return sorted(found)
 
 
 def write_skill_folder(doc: SkillDocument, root: Path) -> Path:
@@ -249,4 +303,6 @@ def write_skill_folder(doc: SkillDocument, root: Path) -> Path:
         target = folder / _safe_relative(rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(decode_reference(value))
+        if is_executable(value):
+            target.chmod(0o755)
     return folder

@@ -283,6 +283,7 @@ class ImportResult:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     errors: list[folders.SkillFolderError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def import_document(team, doc: folders.SkillDocument, *, author: Author, reason: str = "") -> tuple[str, Skill]:
@@ -316,12 +317,19 @@ def import_folder(team, root: Path, *, author: Author | None = None) -> ImportRe
     """Import every skill folder under ``root``. A bad folder is reported and skipped; the others still import."""
     author = author or Author.system()
     result = ImportResult()
+    seen: dict[str, Path] = {}
     for folder in folders.skill_folders(Path(root)):
         try:
             doc = folders.read_skill_folder(folder)
         except folders.SkillFolderError as exc:
             result.errors.append(exc)
             continue
+        if doc.name in seen:
+            message = f"a skill named {doc.name!r} was already imported from {seen[doc.name]}; skipped"
+            result.errors.append(folders.SkillFolderError(folder / folders.SKILL_FILE, message))
+            continue
+        seen[doc.name] = folder
+        result.warnings += [f"{folder / folders.SKILL_FILE}: {w}" for w in doc.warnings]
         try:
             outcome, _ = import_document(team, doc, author=author, reason=f"imported from {folder.name}/")
         except InvalidSkill as exc:

@@ -85,7 +85,8 @@ def skill_reference(request, team: str, name: str, path: str):
         response["Content-Disposition"] = content_disposition_header(True, path.rsplit("/", 1)[-1])
         response["X-Content-Type-Options"] = "nosniff"
         return response
-    return render(request, "skills_registry/reference.html", {"skill": skill, "path": path, "text": value})
+    text = folders.reference_text(value)
+    return render(request, "skills_registry/reference.html", {"skill": skill, "path": path, "text": text})
 
 
 @login_required

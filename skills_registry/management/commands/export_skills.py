@@ -1,8 +1,9 @@
 """python manage.py export_skills --team TEAM_SLUG DIR [--skill NAME ...] [--force]
 
 Writes one Agent Skills folder per skill of the team (``DIR/<name>/SKILL.md`` plus its reference files, byte for
-byte as imported). DIR must be empty or absent, so that the result holds exactly the team's skills; ``--force``
-writes into a non-empty directory anyway (files of other names already there are left as they are).
+byte as imported, executable files executable). DIR must be empty or absent, so that the result holds exactly the
+team's skills; ``--force`` writes into a non-empty directory anyway (files of other names already there are left as
+they are).
 """
 
 from pathlib import Path
