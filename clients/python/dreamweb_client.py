@@ -8,7 +8,8 @@
     ...
     dw.push_session({"external_id": run_id, "agent": "deploy-bot", "events": events})
 
-One file, no dependency but httpx: copy it next to your agent. See docs/api.md for the agent loop.
+One file, no dependency but httpx: copy it next to your agent, or ``pip install ./clients/python``, which also installs
+the ``dreamweb-mcp`` server and the Claude Code / Codex hooks (docs/agents.md). See docs/api.md for the agent loop.
 """
 
 from __future__ import annotations
@@ -143,6 +144,23 @@ class DreamwebClient:
         """Push one session (contracts/session.schema.json). Idempotent on external_id."""
         return self._request("POST", "sessions/", json=session).json()
 
+    def push_transcript(
+        self,
+        data: bytes,
+        *,
+        format: str = "auto",
+        agent: str | None = None,
+        task: str | None = None,
+        filename: str | None = None,
+    ) -> dict:
+        """Push an agent's own transcript file as it is (a Claude Code project JSONL, a Codex rollout...): the server
+        converts it (``format``: auto, claude-code, codex, gemini-cli, openai-chat, anthropic-messages)."""
+        params = self._params(format=format, agent=agent, task=task, filename=filename)
+        content_type = "application/json" if (filename or "").endswith(".json") else "application/x-ndjson"
+        return self._request(
+            "POST", "sessions/", params=params, content=data, headers={"Content-Type": content_type}
+        ).json()
+
     def push_sessions(self, sessions: list[dict], *, batch_size: int = 200) -> dict:
         """Push many sessions in batches; returns the summed counts."""
         total = {"created": 0, "unchanged": 0}
@@ -179,12 +197,18 @@ class DreamwebClient:
             body["tags"] = tags
         return self._request("POST", f"stores/{store}/entries/", json=body).json()
 
-    def update_entry(self, store: str, key: str, *, etag: str, content: str | None = None, **fields) -> dict:
-        """Change an entry you read with ``etag``; raises StaleEntry (412) when someone changed it meanwhile."""
+    def update_entry(
+        self, store: str, key: str, *, etag: str, content: str | None = None, session_id: str | None = None, **fields
+    ) -> dict:
+        """Change an entry you read with ``etag``; raises StaleEntry (412) when someone changed it meanwhile.
+        ``session_id`` names the session this write comes from (else the client's)."""
         body = dict(fields)
         if content is not None:
             body["content"] = content
-        return self._request("PATCH", f"stores/{store}/entries/{key}/", json=body, headers={"If-Match": etag}).json()
+        headers = {"If-Match": etag}
+        if session_id:
+            headers["X-Session-Id"] = session_id
+        return self._request("PATCH", f"stores/{store}/entries/{key}/", json=body, headers=headers).json()
 
     def archive_entry(self, store: str, key: str, *, etag: str) -> dict:
         return self._request("DELETE", f"stores/{store}/entries/{key}/", headers={"If-Match": etag}).json()

@@ -20,7 +20,7 @@ from memory.sessions import session_document
 
 from ..analysis import registry
 from ..models import AnalysisStatus, DreamRun, RunStatus, SessionAnalysis
-from .selection import select_sessions, served_texts
+from .selection import delivered_notes, select_sessions, served_texts
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
 log = logging.getLogger("reviews.dreams")
@@ -148,7 +148,10 @@ def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: boo
             ).values_list("session_id", "id")
         )
         by_id = {s.pk: s for s in AgentSession.objects.filter(team_id=info.team_id, pk__in=list(todo))}
-        served = served_texts(info.team_id, [s.external_id for s in by_id.values()])
+        external_ids = [s.external_id for s in by_id.values()]
+        served = served_texts(info.team_id, external_ids)
+        for external_id, notes in delivered_notes(info.team_id, external_ids).items():
+            served.setdefault(external_id, []).extend(notes)
         spent = 0
         if analyzer.uses_tokens:
             row = DreamRun.objects.filter(pk=run_id).values_list("tokens_input", "tokens_output").first()

@@ -1,0 +1,1 @@
+"""Hooks that connect Claude Code and Codex to Dreamweb with no code."""

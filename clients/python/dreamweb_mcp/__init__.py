@@ -1,0 +1,1 @@
+"""Dreamweb as an MCP server (``dreamweb-mcp``)."""

@@ -1,0 +1,174 @@
+"""dreamweb-mcp end to end: a live server, the console script started as a subprocess by the official MCP client over
+stdio, its tools listed and called. get_context serves the store's entries (and records the serve under the
+agent's session), remember becomes a note the next dream sees (once, even when the session's transcript repeats
+it), and a stale write, a refused key, a missing scope or a server that is down are clear tool errors."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from dreamweb.models import AgentKey
+from memory.models import AgentSession, ContextServe, Feedback, MemoryEntry
+from memory.sessions import store_batch, validate_session
+from reviews import dreams
+from reviews.models import SessionAnalysis
+from tests.factories import StoreFactory, TeamFactory, make_entry, make_skill
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+SERVER = Path(sys.executable).parent / "dreamweb-mcp"
+TOOLS = {"get_context", "remember", "search_memory", "feedback", "list_skills", "read_skill", "update_memory"}
+SESSION = "0b6f3c1e-5c1a-4c55-9d1e-2f1f7c1a9e01"  # as Claude Code names it (CLAUDE_CODE_SESSION_ID)
+NOTE = "Staging needs `make migrate` before `make release`."
+
+
+def key(team, scopes, name="mcp") -> str:
+    _, raw = AgentKey.generate(team=team, name=name, scopes=scopes, writable_stores=["*"])
+    return raw
+
+
+def server(url: str, api_key: str, **env) -> StdioServerParameters:
+    environ = {"DREAMWEB_URL": url, "DREAMWEB_API_KEY": api_key, "DREAMWEB_AGENT": "deploy-bot", **env}
+    return StdioServerParameters(command=str(SERVER), env=environ)
+
+
+def run(params: StdioServerParameters, calls: list[tuple[str, dict]]) -> tuple[set[str], list]:
+    """Start the server, list its tools, make the calls in order; (tool names, results)."""
+
+    async def session():
+        async with Client(params, read_timeout_seconds=60) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            results = [await client.call_tool(name, args) for name, args in calls]
+            return names, results
+
+    return asyncio.run(session())
+
+
+def text(result) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+@pytest.fixture
+def world():
+    team = TeamFactory(slug="mcp-team")
+    store = StoreFactory(team=team, slug="eng", agents_may_write=True)
+    make_entry(store, key="deploy-command", content="Deploy with `make release`, never `make deploy`.")
+    make_entry(store, key="other-bot-secret-sauce", content="Only for the other bot.", scope_agent="other-bot")
+    make_skill(team, name="release-process", description="How to release to production.", body="# Release\nSteps.\n")
+    other = TeamFactory(slug="other-team")
+    make_entry(StoreFactory(team=other, slug="eng"), key="their-entry", content="Another team's memory.")
+    return team, store
+
+
+@pytest.mark.skipif(not SERVER.exists(), reason="dreamweb-mcp is not installed (pip install -e ./clients/python)")
+def test_tools_over_stdio_against_a_live_server(live_server, world):
+    team, store = world
+    raw = key(team, ["memory:read", "memory:write", "sessions:write", "skills:read"])
+    names, results = run(
+        server(live_server.url, raw, DREAMWEB_SESSION=SESSION),
+        [
+            ("get_context", {"query": "deploy a release", "max_tokens": 800}),
+            ("search_memory", {"query": "release"}),
+            ("feedback", {"key": "deploy-command", "rating": "helpful", "comment": "exactly right"}),
+            ("list_skills", {}),
+            ("read_skill", {"name": "release-process"}),
+            ("remember", {"content": NOTE}),
+            ("remember", {"content": NOTE}),
+            ("update_memory", {"key": "deploy-command", "content": "Deploy with `make ship`.", "etag": '"stale"'}),
+        ],
+    )
+    context, search, feedback, skills, skill, noted, again, stale = results
+    assert names >= TOOLS
+
+    # get_context: the store's entries for this agent (not another agent's, not another team's) and the skills.
+    assert not context.is_error
+    assert "Deploy with `make release`, never `make deploy`." in text(context)
+    assert "release-process" in text(context)
+    assert "Only for the other bot." not in text(context) and "Another team" not in text(context)
+    serve = ContextServe.objects.get(team=team)
+    assert (serve.agent, serve.session_external_id) == ("deploy-bot", SESSION)
+
+    etag = MemoryEntry.objects.get(store=store, key="deploy-command").content_hash
+    assert "[eng/deploy-command]" in text(search) and etag in text(search)
+    assert not feedback.is_error and Feedback.objects.filter(entry__key="deploy-command").count() == 1
+    assert "- release-process: How to release to production." in text(skills)
+    assert "# Release\nSteps." in text(skill)
+
+    # remember: one note session linked to the agent's session; the same note again stores nothing new.
+    assert not noted.is_error and "Noted" in text(noted)
+    assert not again.is_error and "Already noted" in text(again)
+    notes = AgentSession.objects.filter(team=team, metadata__note_of=SESSION)
+    assert notes.count() == 1
+    note = notes.get()
+    assert note.agent == "deploy-bot"
+    assert [(e["type"], e["content"]) for e in note.events] == [("memory_write", NOTE)]
+
+    # A stale write is a tool error that says what to do; nothing was written.
+    assert stale.is_error
+    assert "changed since you read it" in text(stale) and "search_memory" in text(stale)
+    assert MemoryEntry.objects.get(store=store, key="deploy-command").content.startswith("Deploy with `make release`")
+
+    # The session's transcript arrives later holding the same note (the importers turn the remember call into an
+    # in-band note): the next dream sees the note once, from the note session, not again from the transcript.
+    transcript = {
+        "external_id": SESSION,
+        "agent": "deploy-bot",
+        "events": [
+            {"type": "message", "role": "user", "content": "Ship the release to staging."},
+            {"type": "tool_call", "id": "toolu_1", "name": "mcp__dreamweb__remember", "arguments": {"content": NOTE}},
+            {"type": "tool_result", "call_id": "toolu_1", "content": "Noted."},
+            {"type": "memory_write", "content": NOTE},
+            {"type": "memory_write", "content": "The staging database is `stage-db-2`."},
+        ],
+    }
+    store_batch(team, [validate_session(transcript)])
+    dreams.start_run(store, analyzer="rules", wait=True)
+    findings = {
+        a.session.external_id: [f["kind"] for f in a.findings]
+        for a in SessionAnalysis.objects.filter(run__store=store).select_related("session")
+    }
+    assert findings[note.external_id] == ["note"]
+    transcript_notes = [
+        f["summary"]
+        for a in SessionAnalysis.objects.filter(session__external_id=SESSION)
+        for f in a.findings
+        if f["kind"] == "note"
+    ]
+    assert transcript_notes and all("stage-db-2" in s for s in transcript_notes)
+
+
+@pytest.mark.skipif(not SERVER.exists(), reason="dreamweb-mcp is not installed (pip install -e ./clients/python)")
+def test_refused_keys_missing_scopes_and_a_server_that_is_down_are_tool_errors(live_server, world):
+    team, _ = world
+    read_only = key(team, ["memory:read"], name="reader")
+    revoked_key, revoked_raw = AgentKey.generate(team=team, name="gone", scopes=["memory:read"])
+    revoked_key.revoke()
+
+    _, (wrong,) = run(server(live_server.url, "dw_not_a_key"), [("get_context", {})])
+    assert wrong.is_error and "refused the API key (401" in text(wrong) and "DREAMWEB_API_KEY" in text(wrong)
+
+    _, (revoked,) = run(server(live_server.url, revoked_raw), [("list_skills", {})])
+    assert revoked.is_error and "refused the API key (401" in text(revoked)
+
+    _, (note, write) = run(
+        server(live_server.url, read_only),
+        [("remember", {"content": NOTE}), ("update_memory", {"key": "deploy-command", "content": "x", "etag": "e"})],
+    )
+    assert note.is_error and "may not do this (403" in text(note)
+    assert write.is_error and "may not do this (403" in text(write)
+    assert not AgentSession.objects.filter(team=team).exists()
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    _, (unreachable,) = run(server(down, read_only), [("get_context", {"query": "x"})])
+    assert unreachable.is_error and f"not reachable at {down}" in text(unreachable)
+
+    _, (unset,) = run(StdioServerParameters(command=str(SERVER), env={}), [("get_context", {})])
+    assert unset.is_error and "set DREAMWEB_URL and DREAMWEB_API_KEY" in text(unset)
