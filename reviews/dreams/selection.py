@@ -106,4 +106,3 @@ def delivered_notes(team_id: int, external_ids: Iterable[str]) -> dict[str, list
             if isinstance(e, dict) and e.get("type") == "memory_write" and isinstance(e.get("content"), str)
         )
     return out
-
