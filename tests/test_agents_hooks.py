@@ -1,0 +1,149 @@
+"""The no-code hooks: the Claude Code hook (SessionStart context, transcript pushed at SessionEnd) and the Codex
+notify program, run as the agents run them (a subprocess fed the hook-input document), against a live server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from dreamweb_hooks import claude_code, codex
+
+from dreamweb.models import AgentKey
+from memory.models import ContextServe
+from tests.factories import StoreFactory, TeamFactory, make_entry
+
+BIN = Path(sys.executable).parent
+CLAUDE_HOOK = BIN / "dreamweb-claude-code-hook"
+CODEX_NOTIFY = BIN / "dreamweb-codex-notify"
+SESSION = "fe5e1c67-5c1a-4c55-9d1e-2f1f7c1a9e01"
+
+installed = pytest.mark.skipif(
+    not CLAUDE_HOOK.exists(), reason="the hooks are not installed (pip install -e ./clients/python)"
+)
+
+
+def hook_env(url: str, api_key: str, **extra) -> dict:
+    return {"PATH": os.environ.get("PATH", ""), "DREAMWEB_URL": url, "DREAMWEB_API_KEY": api_key, **extra}
+
+
+def run_hook(document, env: dict) -> subprocess.CompletedProcess:
+    data = document if isinstance(document, str) else json.dumps(document)
+    return subprocess.run(
+        [str(CLAUDE_HOOK)], input=data, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@installed
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_session_start_injects_the_context_and_records_the_serve(live_server):
+    team = TeamFactory(slug="hook-team")
+    store = StoreFactory(team=team, slug="eng")
+    make_entry(store, key="test-command", content="Run the tests with `go test -race ./...`.")
+    _, raw = AgentKey.generate(team=team, name="laptop", scopes=["memory:read", "skills:read"])
+    document = {
+        "session_id": SESSION,
+        "transcript_path": f"/home/me/.claude/projects/-home-me-app/{SESSION}.jsonl",
+        "cwd": "/home/me/app",
+        "permission_mode": "default",
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    done = run_hook(document, hook_env(live_server.url, raw, DREAMWEB_STORE="eng"))
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout)
+    assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "Run the tests with `go test -race ./...`." in output["hookSpecificOutput"]["additionalContext"]
+    serve = ContextServe.objects.get(team=team)
+    assert (serve.agent, serve.session_external_id) == ("claude-code", SESSION)
+
+
+@installed
+def test_a_hook_never_stands_in_the_agents_way(tmp_path):
+    """Server down, key refused, input that is not a hook document, no settings: exit 0, one line on stderr."""
+    start = {"session_id": SESSION, "hook_event_name": "SessionStart", "transcript_path": "x", "cwd": "/"}
+    down = run_hook(start, hook_env(closed_port_url(), "dw_key"))
+    assert (down.returncode, down.stdout) == (0, "")
+    assert "dreamweb: Dreamweb is not reachable at http://127.0.0.1:" in down.stderr
+
+    garbage = run_hook("not json", hook_env(closed_port_url(), "dw_key"))
+    assert (garbage.returncode, garbage.stdout) == (0, "")
+    assert "the hook input is not JSON" in garbage.stderr
+
+    unset = run_hook(start, {"PATH": os.environ.get("PATH", "")})
+    assert (unset.returncode, unset.stdout) == (0, "")
+    assert "set DREAMWEB_URL and DREAMWEB_API_KEY" in unset.stderr
+
+    missing = dict(start, hook_event_name="SessionEnd", transcript_path=str(tmp_path / "gone.jsonl"))
+    gone = run_hook(missing, hook_env(closed_port_url(), "dw_key"))
+    assert gone.returncode == 0 and "no transcript file at" in gone.stderr
+
+    notified = subprocess.run(
+        [str(CODEX_NOTIFY), "{not json"], env=hook_env(closed_port_url(), "k"), capture_output=True, text=True
+    )
+    assert notified.returncode == 0 and "the notification is not JSON" in notified.stderr
+
+
+def test_a_claude_code_session_comes_with_its_subagents_files(tmp_path):
+    project = tmp_path / "projects" / "-home-me-app"
+    project.mkdir(parents=True)
+    transcript = project / f"{SESSION}.jsonl"
+    transcript.write_text(json.dumps({"sessionId": SESSION, "type": "user"}) + "\n")
+    nested = project / SESSION / "subagents"
+    nested.mkdir(parents=True)
+    (nested / "agent-a485154.jsonl").write_text(json.dumps({"sessionId": SESSION, "isSidechain": True}) + "\n")
+    (project / "agent-b1.jsonl").write_text(json.dumps({"sessionId": SESSION, "isSidechain": True}) + "\n")
+    (project / "agent-b2.jsonl").write_text(json.dumps({"sessionId": "another-session"}) + "\n")
+    (project / "other-session.jsonl").write_text(json.dumps({"sessionId": "another-session"}) + "\n")
+    files = claude_code.session_files(transcript, SESSION)
+    assert [p.relative_to(project).as_posix() for p in files] == [
+        f"{SESSION}.jsonl",
+        f"{SESSION}/subagents/agent-a485154.jsonl",
+        "agent-b1.jsonl",
+    ]
+
+
+def test_codex_notify_finds_the_threads_newest_rollout(tmp_path):
+    thread = "019e1625-789d-76c0-80ab-3724b5ddb799"
+    day = tmp_path / "sessions" / "2026" / "05" / "11"
+    day.mkdir(parents=True)
+    older = day / f"rollout-2026-05-11T11-26-55-{thread}.jsonl"
+    newer = day / f"rollout-2026-05-11T13-00-00-{thread}.jsonl"
+    other = day / "rollout-2026-05-11T12-00-00-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"
+    for path in (older, newer, other):
+        path.write_text("{}\n")
+    assert codex.find_rollout(thread, tmp_path) == newer
+    assert codex.find_rollout("019e0000-0000-0000-0000-000000000000", tmp_path) is None
+    assert codex.find_rollout("../*", tmp_path) is None  # a thread id is never a path pattern
+    assert codex.find_rollout("", tmp_path) is None
+
+
+def test_codex_notify_ignores_other_notifications(capsys, tmp_path):
+    settings = claude_code.Settings(url="http://127.0.0.1:9", api_key="k")
+    codex.run({"type": "approval-requested", "thread-id": "t"}, settings, tmp_path)
+    assert "nothing to do for a 'approval-requested' notification" in capsys.readouterr().err
+    codex.run({"type": "agent-turn-complete", "thread-id": "t-unknown"}, settings, tmp_path)
+    assert "no rollout for thread 't-unknown'" in capsys.readouterr().err
+
+
+def test_push_finds_transcripts_in_folders(tmp_path):
+    from dreamweb_hooks.push import transcript_files
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    for name in ("a/one.jsonl", "a/b/two.json", "a/notes.txt", "three.jsonl"):
+        (tmp_path / name).write_text("{}\n")
+    found = transcript_files([tmp_path / "a", tmp_path / "three.jsonl"])
+    assert [p.relative_to(tmp_path).as_posix() for p in found] == ["a/b/two.json", "a/one.jsonl", "three.jsonl"]
+    assert shutil.which("dreamweb-push", path=str(BIN))
