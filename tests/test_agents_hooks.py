@@ -147,3 +147,66 @@ def test_push_finds_transcripts_in_folders(tmp_path):
     found = transcript_files([tmp_path / "a", tmp_path / "three.jsonl"])
     assert [p.relative_to(tmp_path).as_posix() for p in found] == ["a/b/two.json", "a/one.jsonl", "three.jsonl"]
     assert shutil.which("dreamweb-push", path=str(BIN))
+
+
+def test_codex_notify_pushes_each_rollout_once_it_has_settled(tmp_path, monkeypatch, capsys):
+    """A turn is not the end of a session: a rollout is pushed when it has not changed for the settle time, once per
+    size; a rollout that grew after its push is reported, not pushed over."""
+    import httpx
+    from dreamweb_client import DreamwebClient
+
+    pushed: list[tuple[str, bytes]] = []
+    conflict = {"on": False}
+
+    def api(request: httpx.Request) -> httpx.Response:
+        assert request.url.params["format"] == "codex"
+        if conflict["on"]:
+            return httpx.Response(409, json={"detail": "another version is stored", "code": "conflict"})
+        pushed.append((request.url.params["filename"], request.content))
+        return httpx.Response(201, json={"created": 1, "unchanged": 0, "format": "codex"})
+
+    monkeypatch.setattr(
+        codex.Settings, "client", lambda self: DreamwebClient("http://dw", "k", transport=httpx.MockTransport(api))
+    )
+    settings = codex.Settings(url="http://dw", api_key="k")
+    day = tmp_path / "sessions" / "2026" / "05" / "11"
+    day.mkdir(parents=True)
+    a, b = "019e1625-0000-7000-8000-00000000000a", "019e1625-0000-7000-8000-00000000000b"
+    rollout_a, rollout_b = (
+        day / f"rollout-2026-05-11T11-00-00-{a}.jsonl",
+        day / f"rollout-2026-05-11T12-00-00-{b}.jsonl",
+    )
+    rollout_a.write_text('{"type":"session_meta"}\n')
+    rollout_b.write_text('{"type":"session_meta"}\n{"type":"turn_context"}\n')
+    now = rollout_b.stat().st_mtime
+    os.utime(rollout_a, (now - 3600, now - 3600))
+    turn = {"type": "agent-turn-complete", "turn-id": "1", "cwd": "/app", "input-messages": ["hi"]}
+
+    codex.run({**turn, "thread-id": a}, settings, tmp_path, now=now)  # a settled an hour ago: pushed
+    assert [name for name, _ in pushed] == [rollout_a.name] and pushed[0][1] == rollout_a.read_bytes()
+    codex.run({**turn, "thread-id": b}, settings, tmp_path, now=now)  # b just changed; a is pushed already
+    codex.run({**turn, "thread-id": b}, settings, tmp_path, now=now + 60)
+    assert len(pushed) == 1
+    codex.run({**turn, "thread-id": a}, settings, tmp_path, now=now + 601)  # b has settled
+    assert [name for name, _ in pushed] == [rollout_a.name, rollout_b.name]
+    state = json.loads((tmp_path / codex.STATE_FILE).read_text())
+    assert state[b] == {"path": str(rollout_b), "pushed": rollout_b.stat().st_size}
+
+    # a was resumed after its push: the server keeps its first version (409), which is said once, not retried.
+    with rollout_a.open("a") as f:
+        f.write('{"type":"event_msg"}\n')
+    os.utime(rollout_a, (now, now))
+    conflict["on"] = True
+    capsys.readouterr()
+    codex.run({**turn, "thread-id": b}, settings, tmp_path, now=now + 1200)
+    assert "the server holds another version of this session (another version is stored)" in capsys.readouterr().err
+    codex.run({**turn, "thread-id": b}, settings, tmp_path, now=now + 1800)
+    assert capsys.readouterr().err == ""
+
+    # With no settle time (one-shot `codex exec`), the thread is pushed after its turn.
+    conflict["on"] = False
+    monkeypatch.setenv("DREAMWEB_SETTLE_SECONDS", "0")
+    with rollout_b.open("a") as f:
+        f.write('{"type":"event_msg"}\n')
+    codex.run({**turn, "thread-id": b}, settings, tmp_path, now=now + 1801)
+    assert pushed[-1] == (rollout_b.name, rollout_b.read_bytes())

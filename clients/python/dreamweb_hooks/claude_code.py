@@ -78,7 +78,14 @@ def push_session(settings: Settings, hook: dict) -> None:
         return
     with settings.client() as dw:
         for path in session_files(transcript, str(hook.get("session_id") or "")):
-            answer = push_file(dw, path, format="claude-code", agent=settings.agent or None, task=settings.task)
+            try:
+                answer = push_file(dw, path, format="claude-code", agent=settings.agent or None, task=settings.task)
+            except DreamwebError as exc:
+                if exc.status != 409:
+                    raise
+                # A resumed session: the server keeps the version it was given first.
+                _say(f"{path.name}: the server holds another version of this session ({exc.detail}); not replaced")
+                continue
             _say(f"pushed {path.name}: {summary(answer)}")
 
 

@@ -154,10 +154,18 @@ class DreamwebTools:
         )
         if doc["external_id"] in self._delivered:
             return f"Already noted in this session ({doc['external_id']}); nothing new was stored."
-        answer = self.call(lambda dw: dw.push_session(doc))
-        statuses = {r.get("status") for r in answer.get("results", [])}
+
+        def push(dw: DreamwebClient) -> bool:
+            try:
+                return bool(dw.push_session(doc).get("created"))
+            except DreamwebError as exc:
+                if exc.status == 409:  # the same note, stored earlier at another time (another server process)
+                    return False
+                raise
+
+        created = self.call(push)
         self._delivered.add(doc["external_id"])
-        if statuses & {"created"} or answer.get("created"):
+        if created:
             return f"Noted ({doc['external_id']}). The next dream will weigh it with the other sessions' evidence."
         return f"Already noted in this session ({doc['external_id']}); nothing new was stored."
 
