@@ -210,3 +210,60 @@ def test_codex_notify_pushes_each_rollout_once_it_has_settled(tmp_path, monkeypa
         f.write('{"type":"event_msg"}\n')
     codex.run({**turn, "thread-id": b}, settings, tmp_path, now=now + 1801)
     assert pushed[-1] == (rollout_b.name, rollout_b.read_bytes())
+
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "transcripts"  # CI lays shared/ beside the clone
+if not REAL.is_dir():
+    REAL = Path("/work/shared/real/transcripts")
+PARENT = "e9fb405b-169f-40eb-9396-7e75076f045d"
+
+
+def _transcript_api() -> bool:
+    try:
+        from memory.api import session_files  # noqa: F401 - the file upload of POST /sessions/
+    except ImportError:
+        return False
+    return True
+
+
+@installed
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(not (REAL / "claude-code").is_dir(), reason="shared/real/transcripts not available")
+@pytest.mark.skipif(not _transcript_api(), reason="POST /sessions/ does not take transcript files yet")
+def test_session_end_stores_a_real_claude_code_session_with_its_subagent(live_server, tmp_path):
+    from memory.models import AgentSession
+
+    team = TeamFactory(slug="hook-team")
+    _, raw = AgentKey.generate(team=team, name="laptop", scopes=["sessions:write"])
+    # Laid out as Claude Code 2.1 writes it: the session file, its subagent under <session id>/subagents/.
+    project = tmp_path / ".claude" / "projects" / "-Users-User-app"
+    (project / PARENT / "subagents").mkdir(parents=True)
+    transcript = project / f"{PARENT}.jsonl"
+    shutil.copyfile(REAL / "claude-code" / "codemie-e9fb405b-subagents-turn-2.jsonl", transcript)
+    shutil.copyfile(
+        REAL / "claude-code" / "codemie-e9fb405b-subagent-agent-a485154.jsonl",
+        project / PARENT / "subagents" / "agent-a485154.jsonl",
+    )
+    document = {
+        "session_id": PARENT,
+        "transcript_path": str(transcript),
+        "cwd": "/Users/User/app",
+        "permission_mode": "default",
+        "hook_event_name": "SessionEnd",
+        "reason": "prompt_input_exit",
+    }
+    env = hook_env(live_server.url, raw)
+    done = run_hook(document, env)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert f"pushed {PARENT}.jsonl: created 1" in done.stderr and "pushed agent-a485154.jsonl: created 1" in done.stderr
+
+    main = AgentSession.objects.get(team=team, external_id=PARENT)
+    assert main.agent == "claude-code" and main.event_count > 0
+    sub = AgentSession.objects.get(team=team, external_id__startswith=f"{PARENT}:")
+    assert sub.metadata.get("parent_session") == PARENT and sub.event_count > 0
+
+    # The hook runs again (a second SessionEnd for the same file): nothing new, nothing lost.
+    again = run_hook(document, env)
+    assert again.returncode == 0 and "unchanged 1" in again.stderr
+    assert AgentSession.objects.filter(team=team).count() == 2

@@ -172,3 +172,29 @@ def test_refused_keys_missing_scopes_and_a_server_that_is_down_are_tool_errors(l
 
     _, (unset,) = run(StdioServerParameters(command=str(SERVER), env={}), [("get_context", {})])
     assert unset.is_error and "set DREAMWEB_URL and DREAMWEB_API_KEY" in text(unset)
+
+
+@pytest.mark.django_db
+def test_delivered_notes_cover_the_session_and_its_subagents_of_this_team_only():
+    from reviews.dreams.selection import delivered_notes
+    from tests.factories import SessionFactory
+
+    team, other = TeamFactory(slug="notes-a"), TeamFactory(slug="notes-b")
+
+    def note(team, of, content):
+        events = [{"type": "memory_write", "content": content}]
+        return SessionFactory(
+            team=team, external_id=f"note-{of}-{content[:5]}", events=events, metadata={"note_of": of}
+        )
+
+    main = SessionFactory(team=team, external_id="sess-1", metadata={})
+    sub = SessionFactory(team=team, external_id="sess-1:a485154", metadata={"parent_session": "sess-1"})
+    plain = SessionFactory(team=team, external_id="sess-2", metadata={})
+    note(team, "sess-1", "Use make release.")
+    note(team, "sess-9", "Not in this batch.")
+    note(other, "sess-2", "Another team's note.")
+    assert delivered_notes(team.pk, [main, sub, plain]) == {
+        "sess-1": ["Use make release."],
+        "sess-1:a485154": ["Use make release."],
+    }
+    assert delivered_notes(team.pk, []) == {}

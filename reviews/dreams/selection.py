@@ -86,23 +86,30 @@ def served_texts(team_id: int, external_ids: Iterable[str]) -> dict[str, list[st
     return out
 
 
-def delivered_notes(team_id: int, external_ids: Iterable[str]) -> dict[str, list[str]]:
+def delivered_notes(team_id: int, sessions: Iterable[AgentSession]) -> dict[str, list[str]]:
     """The notes an agent delivered live for each of these sessions (dreamweb-mcp's ``remember``), by the session's
     external id. Each such note is stored at once as a small session of its own (``metadata.note_of`` names the
     agent's session), which is its evidence; the session's transcript, pushed later, holds the same note again (the
     ``mcp__dreamweb__remember`` call, imported as an in-band note). For that transcript the delivered notes are
-    already known, like served memory, so one note is one piece of evidence."""
-    ids = [e for e in set(external_ids) if e]
-    if not ids:
+    already known, like served memory, so one note is one piece of evidence. A subagent's transcript (its
+    ``metadata.parent_session`` names the session) counts as its session's: its tool calls reach the same server."""
+    family: dict[str, set[str]] = {}
+    for session in sessions:
+        parent = (session.metadata or {}).get("parent_session")
+        for owner in {session.external_id, parent if isinstance(parent, str) else ""} - {""}:
+            family.setdefault(owner, set()).add(session.external_id)
+    if not family:
         return {}
-    rows = AgentSession.objects.filter(team_id=team_id, metadata__note_of__in=ids).values_list(
+    rows = AgentSession.objects.filter(team_id=team_id, metadata__note_of__in=list(family)).values_list(
         "metadata__note_of", "events"
     )
     out: dict[str, list[str]] = {}
     for note_of, events in rows:
-        out.setdefault(str(note_of), []).extend(
+        notes = [
             e["content"]
             for e in events or []
             if isinstance(e, dict) and e.get("type") == "memory_write" and isinstance(e.get("content"), str)
-        )
+        ]
+        for external_id in family.get(str(note_of), ()):
+            out.setdefault(external_id, []).extend(notes)
     return out

@@ -148,9 +148,8 @@ def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: boo
             ).values_list("session_id", "id")
         )
         by_id = {s.pk: s for s in AgentSession.objects.filter(team_id=info.team_id, pk__in=list(todo))}
-        external_ids = [s.external_id for s in by_id.values()]
-        served = served_texts(info.team_id, external_ids)
-        for external_id, notes in delivered_notes(info.team_id, external_ids).items():
+        served = served_texts(info.team_id, [s.external_id for s in by_id.values()])
+        for external_id, notes in delivered_notes(info.team_id, by_id.values()).items():
             served.setdefault(external_id, []).extend(notes)
         spent = 0
         if analyzer.uses_tokens:
