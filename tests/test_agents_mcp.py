@@ -6,6 +6,7 @@ it), and a stale write, a refused key, a missing scope or a server that is down 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import sys
 from pathlib import Path
@@ -198,3 +199,51 @@ def test_delivered_notes_cover_the_session_and_its_subagents_of_this_team_only()
         "sess-1:a485154": ["Use make release."],
     }
     assert delivered_notes(team.pk, []) == {}
+
+
+def test_the_session_and_agent_of_a_call_come_from_the_clients_metadata():
+    """Codex names its thread in every call's _meta (threadId: its rollout's session id), Claude Code sends the
+    tool_use id (claudecode/toolUseId) and names its session in the environment (CLAUDE_CODE_SESSION_ID)."""
+    import httpx
+    from dreamweb_client import DreamwebClient
+    from dreamweb_mcp.config import Settings
+    from dreamweb_mcp.server import build_server
+
+    pushed: list[dict] = []
+    served: list[dict] = []
+
+    def api(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/sessions/"):
+            pushed.append(json.loads(request.content))
+            return httpx.Response(201, json={"created": 1, "unchanged": 0, "results": []})
+        served.append(dict(request.url.params))
+        return httpx.Response(200, json={"items": [], "skills": [], "text": "memory"})
+
+    def connect(settings):
+        return build_server(settings, lambda: DreamwebClient("http://dw", "k", transport=httpx.MockTransport(api)))
+
+    async def calls(server, meta):
+        async with Client(server) as client:
+            await client.call_tool("get_context", {"query": "q"}, meta=meta)
+            await client.call_tool("remember", {"content": NOTE}, meta=meta)
+
+    codex_thread = "019e1625-789d-76c0-80ab-3724b5ddb799"
+    asyncio.run(calls(connect(Settings(url="http://dw", api_key="k")), {"threadId": codex_thread}))
+    claude = Settings.from_env(
+        {"DREAMWEB_URL": "http://dw", "DREAMWEB_API_KEY": "k", "CLAUDE_CODE_SESSION_ID": SESSION}
+    )
+    asyncio.run(calls(connect(claude), {"claudecode/toolUseId": "toolu_01"}))
+    anonymous = Settings(url="http://dw", api_key="k")
+    asyncio.run(calls(connect(anonymous), None))
+
+    assert [(s["agent"], s["session"]) for s in served] == [
+        ("codex", codex_thread),
+        ("claude-code", SESSION),
+        ("mcp-agent", anonymous.process_session),
+    ]
+    assert [(p["agent"], p["metadata"]["note_of"]) for p in pushed] == [
+        ("codex", codex_thread),
+        ("claude-code", SESSION),
+        ("mcp-agent", anonymous.process_session),
+    ]
+    assert len({p["external_id"] for p in pushed}) == 3  # one note, three sessions: three notes
