@@ -267,3 +267,35 @@ def test_session_end_stores_a_real_claude_code_session_with_its_subagent(live_se
     again = run_hook(document, env)
     assert again.returncode == 0 and "unchanged 1" in again.stderr
     assert AgentSession.objects.filter(team=team).count() == 2
+
+
+@installed
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(not (REAL / "codex").is_dir(), reason="shared/real/transcripts not available")
+@pytest.mark.skipif(not _transcript_api(), reason="POST /sessions/ does not take transcript files yet")
+def test_codex_notify_stores_a_real_rollout(live_server, tmp_path):
+    from memory.models import AgentSession
+
+    team = TeamFactory(slug="codex-team")
+    _, raw = AgentKey.generate(team=team, name="laptop", scopes=["sessions:write"])
+    thread = "019e1625-789d-76c0-80ab-3724b5ddb799"
+    name = f"rollout-2026-05-11T11-26-55-{thread}.jsonl"
+    day = tmp_path / "codex" / "sessions" / "2026" / "05" / "11"
+    day.mkdir(parents=True)
+    shutil.copyfile(REAL / "codex" / f"codemie-{name}", day / name)
+    notification = {
+        "type": "agent-turn-complete",
+        "thread-id": thread,
+        "turn-id": "2",
+        "cwd": "/Users/Sample_User/repo",
+        "input-messages": ["fix the tests"],
+        "last-assistant-message": "Done.",
+    }
+    env = hook_env(live_server.url, raw, CODEX_HOME=str(tmp_path / "codex"), DREAMWEB_SETTLE_SECONDS="0")
+    done = subprocess.run(
+        [str(CODEX_NOTIFY), json.dumps(notification)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and f"pushed {name}: created 1" in done.stderr, done.stderr
+    session = AgentSession.objects.get(team=team, external_id=thread)
+    assert session.agent == "codex" and session.event_count > 0
