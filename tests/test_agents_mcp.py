@@ -15,7 +15,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from dreamweb.models import AgentKey
+from memory.api.common import etag
 from memory.models import AgentSession, ContextServe, Feedback, MemoryEntry
+from memory.services import Author, update_entry
 from memory.sessions import store_batch, validate_session
 from reviews import dreams
 from reviews.models import SessionAnalysis
@@ -81,10 +83,9 @@ def test_tools_over_stdio_against_a_live_server(live_server, world):
             ("read_skill", {"name": "release-process"}),
             ("remember", {"content": NOTE}),
             ("remember", {"content": NOTE}),
-            ("update_memory", {"key": "deploy-command", "content": "Deploy with `make ship`.", "etag": '"stale"'}),
         ],
     )
-    context, search, feedback, skills, skill, noted, again, stale = results
+    context, search, feedback, skills, skill, noted, again = results
     assert names >= TOOLS
 
     # get_context: the store's entries for this agent (not another agent's, not another team's) and the skills.
@@ -95,8 +96,9 @@ def test_tools_over_stdio_against_a_live_server(live_server, world):
     serve = ContextServe.objects.get(team=team)
     assert (serve.agent, serve.session_external_id) == ("deploy-bot", SESSION)
 
-    etag = MemoryEntry.objects.get(store=store, key="deploy-command").content_hash
-    assert "[eng/deploy-command]" in text(search) and etag in text(search)
+    entry = MemoryEntry.objects.get(store=store, key="deploy-command")
+    read_etag = etag(entry)
+    assert "[eng/deploy-command]" in text(search) and f"etag: {read_etag}" in text(search)
     assert not feedback.is_error and Feedback.objects.filter(entry__key="deploy-command").count() == 1
     assert "- release-process: How to release to production." in text(skills)
     assert "# Release\nSteps." in text(skill)
@@ -110,10 +112,26 @@ def test_tools_over_stdio_against_a_live_server(live_server, world):
     assert note.agent == "deploy-bot"
     assert [(e["type"], e["content"]) for e in note.events] == [("memory_write", NOTE)]
 
-    # A stale write is a tool error that says what to do; nothing was written.
+    # Another agent changes the entry after this one read it: the write with the etag read is stale, a tool error
+    # that says what to do, and nothing is written; with the etag read again it goes through.
+    entry = update_entry(entry, base_version=entry.version, author=Author.system(), content="Deploy with `make rel`.")
+    _, (stale, reread) = run(
+        server(live_server.url, raw, DREAMWEB_SESSION=SESSION),
+        [
+            ("update_memory", {"key": "deploy-command", "content": "Deploy with `make ship`.", "etag": read_etag}),
+            ("search_memory", {"query": "deploy"}),
+        ],
+    )
     assert stale.is_error
     assert "changed since you read it" in text(stale) and "search_memory" in text(stale)
-    assert MemoryEntry.objects.get(store=store, key="deploy-command").content.startswith("Deploy with `make release`")
+    assert f"its etag is now {etag(entry)}" in text(stale) and f"etag: {etag(entry)}" in text(reread)
+    assert MemoryEntry.objects.get(store=store, key="deploy-command").content == "Deploy with `make rel`."
+    _, (written,) = run(
+        server(live_server.url, raw, DREAMWEB_SESSION=SESSION),
+        [("update_memory", {"key": "deploy-command", "content": "Deploy with `make ship`.", "etag": etag(entry)})],
+    )
+    assert not written.is_error and "eng/deploy-command is now version 3" in text(written)
+    assert MemoryEntry.objects.get(store=store, key="deploy-command").content == "Deploy with `make ship`."
 
     # The session's transcript arrives later holding the same note (the importers turn the remember call into an
     # in-band note): the next dream sees the note once, from the note session, not again from the transcript.
