@@ -265,3 +265,46 @@ def test_the_session_and_agent_of_a_call_come_from_the_clients_metadata():
         ("mcp-agent", anonymous.process_session),
     ]
     assert len({p["external_id"] for p in pushed}) == 3  # one note, three sessions: three notes
+
+
+def test_feedback_ratings_and_etags_as_models_write_them():
+    """true / 'helpful' is helpful (never the score 1 a boolean coerces to), 1-5 is a score, anything else is a tool
+    error; an etag sent without its quotes is quoted."""
+    import httpx
+    from dreamweb_client import DreamwebClient
+    from dreamweb_mcp.config import Settings
+    from dreamweb_mcp.server import build_server
+
+    sent: list[tuple[str, dict, str | None]] = []
+
+    def api(request: httpx.Request) -> httpx.Response:
+        sent.append((request.method, json.loads(request.content or b"{}"), request.headers.get("If-Match")))
+        if request.method == "PATCH":
+            return httpx.Response(200, json={"store": "eng", "key": "k", "version": 2, "etag": '"7.2"'})
+        return httpx.Response(201, json={"id": 1})
+
+    server = build_server(
+        Settings(url="http://dw", api_key="k", store="eng"),
+        lambda: DreamwebClient("http://dw", "k", transport=httpx.MockTransport(api)),
+    )
+
+    async def calls():
+        async with Client(server) as client:
+            out = []
+            for rating in (True, False, "helpful", "unhelpful", 4, 0, 9):
+                out.append(await client.call_tool("feedback", {"key": "k", "rating": rating}))
+            out.append(await client.call_tool("update_memory", {"key": "k", "content": "c", "etag": "7.1"}))
+            return out
+
+    results = asyncio.run(calls())
+    assert [r.is_error for r in results] == [False, False, False, False, False, True, True, False]
+    assert "a score is from 1 to 5" in text(results[5])
+    bodies = [body for method, body, _ in sent if method == "POST"]
+    assert [{k: v for k, v in b.items() if k in ("helpful", "score")} for b in bodies] == [
+        {"helpful": True},
+        {"helpful": False},
+        {"helpful": True},
+        {"helpful": False},
+        {"score": 4},
+    ]
+    assert sent[-1][0] == "PATCH" and sent[-1][2] == '"7.1"'

@@ -203,8 +203,11 @@ class DreamwebTools:
         self,
         key: Annotated[str, Field(description="The entry's key (as get_context or search_memory showed it).")],
         rating: Annotated[
-            int | Literal["helpful", "unhelpful"],
-            Field(description="'helpful', 'unhelpful', or a score from 1 (useless or wrong) to 5 (exactly right)."),
+            bool | int | Literal["helpful", "unhelpful"],
+            Field(
+                description="'helpful' (or true), 'unhelpful' (or false), or a score from 1 (useless or wrong) to 5 "
+                "(exactly right)."
+            ),
         ],
         comment: Annotated[str, Field(description="Why, in a sentence (optional).")] = "",
         store: Annotated[str | None, Field(description="The entry's store, when the key is in several.")] = None,
@@ -212,9 +215,13 @@ class DreamwebTools:
     ) -> str:
         """Say whether a memory entry helped. Ratings decide what is served first and what a dream proposes to
         retire."""
-        if isinstance(rating, int) and not 1 <= rating <= 5:
+        if isinstance(rating, bool) or rating in ("helpful", "unhelpful"):
+            # A boolean is an opinion, not the score 1 or 0 it would coerce to.
+            body: dict[str, Any] = {"helpful": rating in (True, "helpful")}
+        elif 1 <= rating <= 5:
+            body = {"score": rating}
+        else:
             raise ToolError("a score is from 1 to 5 (or say 'helpful' / 'unhelpful')")
-        body: dict[str, Any] = {"score": rating} if isinstance(rating, int) else {"helpful": rating == "helpful"}
 
         def send(dw: DreamwebClient) -> str:
             where = self._store_of(dw, key, store)
@@ -264,10 +271,13 @@ class DreamwebTools:
         """Change a memory entry in a store that lets agents write (needs a key with memory:write). The etag makes
         it safe with other agents: if the entry changed since you read it, nothing is written and you are told."""
         session = self.session_of(ctx)
+        tag = etag.strip()
+        if tag and not tag.startswith(('"', "W/")):
+            tag = f'"{tag}"'  # an entity tag is quoted; a model may drop the quotes it was shown
 
         def write(dw: DreamwebClient) -> dict:
             where = self._store_of(dw, key, store)
-            return dw.update_entry(where, key, etag=etag, content=content, session_id=session)
+            return dw.update_entry(where, key, etag=tag, content=content, session_id=session)
 
         entry = self.call(write)
         return f"Written: {entry['store']}/{entry['key']} is now version {entry['version']} (etag {entry['etag']})."
