@@ -308,3 +308,87 @@ def test_feedback_ratings_and_etags_as_models_write_them():
         {"score": 4},
     ]
     assert sent[-1][0] == "PATCH" and sent[-1][2] == '"7.1"'
+
+
+def _transcript_api() -> bool:
+    try:
+        from memory.api import session_files  # noqa: F401 - the file upload of POST /sessions/
+    except ImportError:
+        return False
+    return True
+
+
+def claude_code_lines(session: str, note: str, other_note: str) -> bytes:
+    """A Claude Code session as the CLI writes it: the user's request, a remember call through MCP and its result,
+    then a second remember the server never got (it was down: the call ended in an error)."""
+
+    def line(kind, uuid, parent, message, minute):
+        return {
+            "type": kind,
+            "sessionId": session,
+            "uuid": uuid,
+            "parentUuid": parent,
+            "timestamp": f"2026-11-30T10:0{minute}:00.000Z",
+            "cwd": "/home/me/app",
+            "version": "2.1.7",
+            "isSidechain": False,
+            "userType": "external",
+            "message": message,
+        }
+
+    def remember(uuid, parent, call, content, minute):
+        use = {"type": "tool_use", "id": call, "name": "mcp__dreamweb__remember", "input": {"content": content}}
+        return line("assistant", uuid, parent, {"id": f"msg_{uuid}", "role": "assistant", "content": [use]}, minute)
+
+    def result(uuid, parent, call, text, minute, error=False):
+        block = {"type": "tool_result", "tool_use_id": call, "content": text, "is_error": error}
+        return line("user", uuid, parent, {"role": "user", "content": [block]}, minute)
+
+    lines = [
+        line("user", "u1", None, {"role": "user", "content": "Ship the release to staging."}, 1),
+        remember("a1", "u1", "toolu_01", note, 2),
+        result("u2", "a1", "toolu_01", "Noted (dreamweb-note-...).", 3),
+        remember("a2", "u2", "toolu_02", other_note, 4),
+        result("u3", "a2", "toolu_02", "Error executing tool remember: Dreamweb is not reachable", 5, error=True),
+    ]
+    return b"".join(json.dumps(x).encode() + b"\n" for x in lines)
+
+
+@pytest.mark.skipif(not SERVER.exists(), reason="dreamweb-mcp is not installed (pip install -e ./clients/python)")
+@pytest.mark.skipif(not _transcript_api(), reason="POST /sessions/ does not take transcript files yet")
+def test_a_note_remembered_over_mcp_is_one_piece_of_evidence_when_the_claude_code_transcript_follows(live_server):
+    """remember delivers the note at once; the Claude Code transcript of the same session, pushed at its end, holds
+    the remember call (imported as an in-band note): the dream counts the delivered note once, from its note session,
+    and counts from the transcript only the note that never reached the server."""
+    from dreamweb_client import DreamwebClient
+
+    team = TeamFactory(slug="mcp-notes")
+    store = StoreFactory(team=team, slug="eng")
+    raw = key(team, ["memory:read", "sessions:write"])
+    _, (noted,) = run(
+        server(live_server.url, raw, CLAUDE_CODE_SESSION_ID=SESSION, DREAMWEB_AGENT=""),
+        [
+            ("remember", {"content": NOTE}),
+        ],
+    )
+    assert not noted.is_error
+    lost = "The staging database is `stage-db-2`."
+    with DreamwebClient(live_server.url, raw) as dw:
+        answer = dw.push_transcript(claude_code_lines(SESSION, NOTE, lost), format="claude-code", filename="s.jsonl")
+    assert answer["created"] == 1
+    transcript = AgentSession.objects.get(team=team, external_id=SESSION)
+    assert [e["content"] for e in transcript.events if e["type"] == "memory_write"] == [NOTE, lost]
+
+    dreams.start_run(store, analyzer="rules", wait=True)
+    notes = [
+        (a.session.external_id, f["summary"])
+        for a in SessionAnalysis.objects.filter(run__store=store).select_related("session")
+        for f in a.findings
+        if f["kind"] == "note"
+    ]
+    from_note_session = [s for eid, s in notes if eid != SESSION]
+    from_transcript = [s for eid, s in notes if eid == SESSION]
+    assert len(from_note_session) == 1 and "make migrate" in from_note_session[0]
+    assert len(from_transcript) == 1 and "stage-db-2" in from_transcript[0]
+    note_session = AgentSession.objects.get(team=team, metadata__note_of=SESSION)
+    assert note_session.agent == transcript.agent == "claude-code"

@@ -19,6 +19,7 @@ class Settings:
     task: str | None = None
     store: str | None = None  # empty: every store the key can read
     session: str = ""  # a fixed session id (DREAMWEB_SESSION); else per call or per process
+    client_agent: str = ""  # the agent the environment says started this process (Claude Code names its session)
     timeout: float = DEFAULT_TIMEOUT
     # One id for this process, for the sessions of clients that name none (so its notes still form one session).
     process_session: str = field(default_factory=lambda: f"dreamweb-mcp-{uuid.uuid4()}")
@@ -38,6 +39,7 @@ class Settings:
             store=(env.get("DREAMWEB_STORE") or "").strip() or None,
             # Claude Code names the session in the environment of every MCP server and hook it starts.
             session=(env.get("DREAMWEB_SESSION") or env.get("CLAUDE_CODE_SESSION_ID") or "").strip(),
+            client_agent="claude-code" if (env.get("CLAUDE_CODE_SESSION_ID") or "").strip() else "",
             timeout=timeout,
         )
 

@@ -94,7 +94,7 @@ class DreamwebTools:
 
     def agent_of(self, ctx: Context | None) -> str:
         """DREAMWEB_AGENT, else the name the importers give the client's transcripts (so notes and transcripts share
-        one agent), else ``mcp-agent``."""
+        one agent): the call's metadata says which client it is, else the environment; else ``mcp-agent``."""
         if self.settings.agent:
             return self.settings.agent
         meta = _meta(ctx)
@@ -102,7 +102,7 @@ class DreamwebTools:
             return "claude-code"
         if "threadId" in meta:
             return "codex"
-        return "mcp-agent"
+        return self.settings.client_agent or "mcp-agent"
 
     def _stores(self, dw: DreamwebClient, store: str | None) -> list[str]:
         if store or self.settings.store:
