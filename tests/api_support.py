@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
 from dreamweb.models import AgentKey, Scope
+
+from .scoping import all_teams, no_scope
 
 ALL_SCOPES = [s.value for s in Scope]
 
@@ -29,8 +30,8 @@ def make_key(team, name="agent", scopes=None, writable_stores=("*",), **kwargs) 
 
 
 class Api:
-    """Django test client with the key header and JSON bodies. After each request on PostgreSQL it gives the
-    test code its all-teams scope back (the request narrowed the transaction-local scope to the key's team)."""
+    """Django test client with the key header and JSON bodies. Each request starts from an empty team scope, as a
+    real request does, and the test code gets its own scope back afterwards (tests/scoping.py)."""
 
     def __init__(self, raw: str | None = None):
         self.client = Client()
@@ -50,11 +51,8 @@ class Api:
             kwargs["content_type"] = "application/json"
         if query is not None:
             kwargs["data"] = query
-        response = getattr(self.client, method.lower())(path, **kwargs)
-        if connection.vendor == "postgresql" and connection.in_atomic_block:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('dreamweb.team_ids', '*', true)")
-        return response
+        with no_scope():
+            return getattr(self.client, method.lower())(path, **kwargs)
 
     def get(self, path, query=None, **kw):
         return self.request("GET", path, query=query, **kw)
@@ -84,13 +82,14 @@ class Keys:
 
 @pytest.fixture
 def keys(world) -> Keys:
-    full = make_key(world.team_a, "full")
-    reader = make_key(world.team_a, "reader", scopes=["memory:read"], writable_stores=())
-    no_scopes = make_key(world.team_a, "none", scopes=[])
-    revoked = make_key(world.team_a, "revoked")
-    AgentKey.objects.get(name="revoked").revoke()
-    expired = make_key(world.team_a, "expired", expires_at=timezone.now() - timedelta(minutes=1))
-    other = make_key(world.team_b, "b-full")
+    with all_teams():
+        full = make_key(world.team_a, "full")
+        reader = make_key(world.team_a, "reader", scopes=["memory:read"], writable_stores=())
+        no_scopes = make_key(world.team_a, "none", scopes=[])
+        revoked = make_key(world.team_a, "revoked")
+        AgentKey.objects.get(name="revoked").revoke()
+        expired = make_key(world.team_a, "expired", expires_at=timezone.now() - timedelta(minutes=1))
+        other = make_key(world.team_b, "b-full")
     return Keys(full, reader, no_scopes, revoked, expired, other)
 
 

@@ -1,5 +1,26 @@
 """Test setup. On PostgreSQL the test database is created and migrated by the owner role, then every test runs as
-the application role (not superuser, not owner), so row-level security is really in force."""
+the application role (not superuser, not owner), so row-level security is really in force.
+
+Team scope: a PostgreSQL test starts with NO scope, like a fresh request, API call, task, command or beat tick, so
+code under test that forgets to open its own scope finds no rows and the test fails. Test code that creates or reads
+rows opens a scope explicitly (tests/scoping.py):
+
+    from tests.scoping import all_teams, no_scope
+
+    with all_teams():                 # setup and assertions of test code: every team's rows
+        store = StoreFactory(team=team)
+    response = client.get(url)        # the clients send each request from an empty scope, as production does
+    with all_teams():
+        assert MemoryEntry.objects.filter(store=store).count() == 1
+
+    @pytest.mark.all_teams            # or pytestmark = ...: the whole test body is trusted caller code (service tests)
+    def test_service(...):
+        with no_scope():              # an entry point called from inside that scope must not lean on it
+            call_command("dream", ...)
+
+Fixtures that build data (``world``, ``keys``) open the scope themselves for their inserts. On SQLite the scope does
+nothing and the querysets alone apply.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +30,8 @@ import dj_database_url
 import pytest
 from django.conf import settings
 from django.db import connections
+
+from dreamweb import rls
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -74,27 +97,30 @@ def _uses_db(request) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def _system_scope_for_test_code(request):
-    """Test code itself (factories, assertions) may see every team; requests, tasks and commands under test set
-    their own, narrower scope. Tests of the database wall opt out with @pytest.mark.rls_raw."""
-    if not _uses_db(request) or not is_postgres() or request.node.get_closest_marker("rls_raw"):
+def _test_scope(request):
+    """No scope unless the test asks for one (@pytest.mark.all_teams): see the rules at the top of this file."""
+    if not _uses_db(request) or not is_postgres():
         yield
         return
     request.getfixturevalue("_django_db_helper")
+    value = rls.ALL_TEAMS if request.node.get_closest_marker("all_teams") else ""
+    # Set for the connection (not the transaction), so that it holds in tests with real transactions as well.
     with connections["default"].cursor() as cursor:
-        cursor.execute("SELECT set_config('dreamweb.team_ids', '*', false)")
+        cursor.execute("SELECT set_config(%s, %s, false)", [rls.SETTING, value])
     yield
     conn = connections["default"]
     if conn.connection is not None and not conn.needs_rollback:
         try:
             with conn.cursor() as cursor:
-                cursor.execute("SELECT set_config('dreamweb.team_ids', '', false)")
+                cursor.execute("SELECT set_config(%s, '', false)", [rls.SETTING])
         except Exception:  # noqa: BLE001 - the connection may already be closed or broken by the test
             pass
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "rls_raw: run without the test-code all-teams scope")
+    config.addinivalue_line(
+        "markers", "all_teams: the test code (not the code under test) sees every team's rows; see tests/scoping.py"
+    )
 
 
 from tests.personas import *  # noqa: E402,F401,F403 - personas fixtures

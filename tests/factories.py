@@ -28,6 +28,7 @@ class UserFactory(factory.django.DjangoModelFactory):
 
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda o: f"{o.username}@example.test")
+
     @factory.post_generation
     def password(obj, create, extracted, **kwargs):
         obj.set_password(extracted or "pw-for-tests")

@@ -1,29 +1,22 @@
 """Helpers for the page tests.
 
-On PostgreSQL a test runs in one transaction, and each request's middleware narrows the transaction-local team
-scope to the signed-in person's teams; PageClient gives the test code its all-teams scope back after every request
-(like tests/api_support.Api does for the API), so assertions can look at any row.
+On PostgreSQL a test runs in one transaction, and each request's middleware sets the transaction-local team scope
+to the signed-in person's teams; PageClient sends every request from an empty scope, as a real request starts, and
+gives the test code its own scope back afterwards (like tests/api_support.Api does for the API; tests/scoping.py).
 """
 
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 from django.test import Client
 
-
-def restore_test_scope() -> None:
-    if connection.vendor == "postgresql" and connection.in_atomic_block:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('dreamweb.team_ids', '*', true)")
+from .scoping import no_scope
 
 
 class PageClient(Client):
     def request(self, **request):
-        try:
+        with no_scope():
             return super().request(**request)
-        finally:
-            restore_test_scope()
 
 
 @pytest.fixture

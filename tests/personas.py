@@ -10,6 +10,7 @@ import pytest
 from dreamweb.models import Role
 
 from .factories import MembershipFactory, StoreFactory, TeamFactory, UserFactory
+from .scoping import all_teams
 
 
 @dataclass
@@ -26,6 +27,11 @@ class World:
 
 @pytest.fixture
 def world(db) -> World:
+    with all_teams():
+        return _world()
+
+
+def _world() -> World:
     team_a = TeamFactory(slug="team-a", name="Team A")
     team_b = TeamFactory(slug="team-b", name="Team B")
     alice, victor, adam, bob = (UserFactory(username=n) for n in ("alice", "victor", "adam", "bob"))

@@ -19,7 +19,7 @@ from tests.factories import make_entry, make_skill
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clients" / "python"))
 from dreamweb_client import DreamwebClient, EntryArchived, EntryExists, StaleEntry  # noqa: E402
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 
 @pytest.fixture

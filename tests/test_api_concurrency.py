@@ -14,6 +14,7 @@ from tests.conftest import is_postgres
 from tests.factories import StoreFactory, TeamFactory, make_entry
 
 pytestmark = [
+    pytest.mark.all_teams,
     pytest.mark.skipif(not is_postgres(), reason="needs PostgreSQL (real concurrent transactions)"),
     pytest.mark.live,
     pytest.mark.django_db(transaction=True),

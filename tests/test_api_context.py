@@ -14,7 +14,7 @@ from memory.services import tokens_estimate
 from tests.api_support import Api, fast_passwords, keys, make_key  # noqa: F401 - fixtures
 from tests.factories import StoreFactory, make_entry, make_skill
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 URL = "/api/v1/context/"
 

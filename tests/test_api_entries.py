@@ -14,7 +14,7 @@ from memory.models import AuthorKind, MemoryEntry, MemoryVersion
 from tests.api_support import Api, fast_passwords, keys, make_key  # noqa: F401 - fixtures
 from tests.factories import SessionFactory, StoreFactory, make_entry
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 BASE = "/api/v1/stores/eng/entries/"
 

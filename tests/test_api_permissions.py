@@ -14,7 +14,7 @@ from reviews.models import DreamRun, Proposal
 from tests.api_support import ALL_SCOPES, Api, fast_passwords, keys, make_key, session_doc  # noqa: F401 - fixtures
 from tests.factories import StoreFactory, make_entry, make_skill
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 
 @dataclass

@@ -29,6 +29,8 @@ from reviews.models import DreamRun, Proposal, ProposalEvidence
 from tests.api_support import fast_passwords, make_key, session_doc  # noqa: F401 - fixtures
 from tests.factories import SessionFactory, make_entry, make_skill
 
+pytestmark = pytest.mark.all_teams
+
 CHECKS = [
     not_a_server_error,
     status_code_conformance,

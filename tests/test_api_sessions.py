@@ -10,7 +10,7 @@ import pytest
 from memory.models import AgentSession
 from tests.api_support import Api, fast_passwords, keys, session_doc  # noqa: F401 - fixtures
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 URL = "/api/v1/sessions/"
 

@@ -9,7 +9,7 @@ from reviews.models import DreamRun, Proposal, ProposalEvidence
 from tests.api_support import Api, fast_passwords, keys  # noqa: F401 - fixtures
 from tests.factories import SessionFactory, make_skill
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 
 def test_skills_index_then_body(world, keys):

@@ -35,6 +35,7 @@ ARGS = [
 ]
 
 pytestmark = [
+    pytest.mark.all_teams,
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's Chromium at /usr/bin/chromium"),

@@ -46,6 +46,7 @@ def _redis():
 
 
 pytestmark = [
+    pytest.mark.all_teams,
     pytest.mark.celery_worker,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not is_postgres(), reason="workers need the PostgreSQL test database"),

@@ -16,8 +16,9 @@ from memory.importing import read_lines
 from memory.models import AgentSession
 from tests.conftest import is_postgres
 from tests.factories import TeamFactory
+from tests.scoping import all_teams, no_scope
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"  # CI lays shared/ beside the clone
 if not CORPUS.exists():
@@ -53,7 +54,8 @@ def run_import(path, team="acme", **kwargs):
     out, err = io.StringIO(), io.StringIO()
     code = 0
     try:
-        call_command("import_sessions", str(path), "--team", team, stdout=out, stderr=err, **kwargs)
+        with no_scope():  # the command opens its own scope
+            call_command("import_sessions", str(path), "--team", team, stdout=out, stderr=err, **kwargs)
     except CommandError as exc:
         if exc.returncode != 1 or "rejected" not in str(exc):
             raise
@@ -158,16 +160,16 @@ def test_sessions_land_in_the_named_team_only(acme, tmp_path):
 
 
 @pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature")
-@pytest.mark.rls_raw
 def test_import_runs_in_the_teams_scope_under_rls(tmp_path):
-    """No all-teams scope here: the rows only get in because the command scopes its work to the team."""
-    with rls.system_scope():
+    """The rows only get in because the command scopes its work to the team."""
+    with all_teams():
         acme, other = TeamFactory(slug="acme"), TeamFactory(slug="other")
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(session(f"r-{i}")) + "\n" for i in range(4)))
     code, out, _ = run_import(path)
     assert (code, out) == (0, "imported 4, unchanged 0, rejected 0\n")
-    assert AgentSession.objects.count() == 0  # invisible outside a scope
+    with no_scope():
+        assert AgentSession.objects.count() == 0  # invisible outside a scope
     with rls.team_scope(other):
         assert AgentSession.objects.count() == 0
     with rls.team_scope(acme):

@@ -8,29 +8,30 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from dreamweb import rls
 from dreamweb.models import AgentKey, Membership, Team, hash_key
 from memory.demo import generate_sessions
 from memory.models import AgentSession, MemoryEntry, MemoryStore
 from memory.sessions import validate_session
 from tests.conftest import is_postgres
+from tests.scoping import all_teams, no_scope
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 
 def seed(*extra) -> str:
     out = io.StringIO()
-    call_command(
-        "seed_demo",
-        "--insecure-ok",
-        "--sessions",
-        "40",
-        "--rival-sessions",
-        "8",
-        *extra,
-        stdout=out,
-        stderr=io.StringIO(),
-    )
+    with no_scope():  # the command opens its own scopes
+        call_command(
+            "seed_demo",
+            "--insecure-ok",
+            "--sessions",
+            "40",
+            "--rival-sessions",
+            "8",
+            *extra,
+            stdout=out,
+            stderr=io.StringIO(),
+        )
     return out.getvalue()
 
 
@@ -104,10 +105,9 @@ def test_without_the_dream_pipeline_the_dream_is_skipped_with_a_note(monkeypatch
 
 
 @pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature")
-@pytest.mark.rls_raw
 def test_seed_demo_scopes_its_work_under_rls():
     seed("--no-dream")
-    with rls.system_scope():
+    with all_teams():
         demo = Team.objects.get(slug="demo")
         assert AgentSession.objects.filter(team=demo).count() == 40
         assert set(MemoryEntry.objects.filter(store__team=demo).values_list("team_id", flat=True)) == {demo.pk}

@@ -16,6 +16,9 @@ from reviews.models import AutonomyPolicy, DreamRun, Proposal, SessionAnalysis
 
 from .dream_sessions import ingest, mixed_corpus
 from .factories import StoreFactory, TeamFactory, make_entry
+from .scoping import no_scope
+
+pytestmark = pytest.mark.all_teams
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "dream-output.schema.json").read_text())
 
@@ -33,7 +36,8 @@ def world(db):
 
 def dream(*args):
     out, err = io.StringIO(), io.StringIO()
-    call_command("dream", *args, stdout=out, stderr=err)
+    with no_scope():  # the command opens its own scope
+        call_command("dream", *args, stdout=out, stderr=err)
     return out.getvalue(), err.getvalue()
 
 

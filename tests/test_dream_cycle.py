@@ -27,6 +27,9 @@ from reviews.models import (
 
 from .dream_sessions import corrected_command, ingest, mixed_corpus, noise, session_doc
 from .factories import SessionFactory, StoreFactory, TeamFactory, UserFactory, make_entry
+from .scoping import no_scope
+
+pytestmark = pytest.mark.all_teams
 
 
 @pytest.fixture
@@ -34,7 +37,8 @@ def cycle(django_capture_on_commit_callbacks):
     """Run a (non-dry) cycle to its end in-process; the enqueue-on-commit callbacks are executed."""
 
     def run(store, **kwargs) -> DreamRun:
-        with django_capture_on_commit_callbacks(execute=True):
+        # start_run and the tasks it enqueues open their own scopes; they must not lean on the test's.
+        with no_scope(), django_capture_on_commit_callbacks(execute=True):
             started = dreams.start_run(store, **kwargs)
         started.refresh_from_db()
         return started
@@ -173,12 +177,13 @@ def test_redelivered_batches_and_a_second_finalize_add_nothing(world, fake_analy
     ingest(world.team_a, [session_doc(f"c-{i}", corrected_command(i), minute=i) for i in range(4)])
     calls = []
     fake_analyzer("counting", lambda doc, served=(): calls.append(doc["external_id"]) or rules_analyze(doc, served))
-    run = dreams.start_run(world.store_a, analyzer="counting")  # on_commit never fires inside the test transaction
-    batches = dreams.dispatch(run.pk)
-    assert dreams.dispatch(run.pk) == batches  # a redelivered dispatch selects nothing new
-    assert sum(map(len, batches)) == 4
-    for batch in batches + batches:  # every batch delivered twice
-        dreams.analyze_batch(run.pk, batch)
+    with no_scope():  # tasks open their own scope
+        run = dreams.start_run(world.store_a, analyzer="counting")  # on_commit never fires in the test transaction
+        batches = dreams.dispatch(run.pk)
+        assert dreams.dispatch(run.pk) == batches  # a redelivered dispatch selects nothing new
+        assert sum(map(len, batches)) == 4
+        for batch in batches + batches:  # every batch delivered twice
+            dreams.analyze_batch(run.pk, batch)
     assert len(calls) == 4
     run.refresh_from_db()
     assert (run.sessions_analysed, run.sessions_failed) == (4, 0)
@@ -186,8 +191,9 @@ def test_redelivered_batches_and_a_second_finalize_add_nothing(world, fake_analy
     assert run.status == RunStatus.SUCCEEDED
     stored = Proposal.objects.filter(run=run).count()
     assert stored >= 1
-    assert dreams.finalize(run.pk) is None
-    assert dreams.maybe_finalize(run.pk, run.team_id) is False
+    with no_scope():
+        assert dreams.finalize(run.pk) is None
+        assert dreams.maybe_finalize(run.pk, run.team_id) is False
     assert Proposal.objects.filter(run=run).count() == stored
 
 

@@ -16,6 +16,8 @@ from reviews.models import AutonomyPolicy, PolicyMode, Proposal, ProposalStatus,
 from .dream_sessions import ingest, mixed_corpus
 from .factories import SessionFactory, StoreFactory, TeamFactory, make_entry
 
+pytestmark = pytest.mark.all_teams
+
 
 @pytest.fixture
 def world(db):

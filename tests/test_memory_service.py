@@ -22,7 +22,7 @@ from memory.services import (
 from tests.conftest import is_postgres
 from tests.factories import SessionFactory, StoreFactory, TeamFactory, make_entry
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ from reviews.analysis import registry
 from .dream_sessions import corrected_command, session_doc, user_prefers_pnpm
 from .fake_openai import FakeOpenAI
 
+pytestmark = pytest.mark.all_teams
+
 
 @pytest.fixture
 def fake():

@@ -19,7 +19,7 @@ from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import PageClient as Client
 from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 

@@ -13,13 +13,15 @@ from memory.portability import DocumentInvalid, export_document, export_markdown
 from memory.services import update_entry
 from tests.conftest import is_postgres
 from tests.factories import StoreFactory, TeamFactory, make_entry
+from tests.scoping import all_teams, no_scope
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 
 def run(*args) -> tuple[str, str]:
     out, err = io.StringIO(), io.StringIO()
-    call_command(*args, stdout=out, stderr=err)
+    with no_scope():  # the commands open their own scope
+        call_command(*args, stdout=out, stderr=err)
     return out.getvalue(), err.getvalue()
 
 
@@ -145,7 +147,7 @@ def test_an_invalid_document_names_each_entry_and_imports_nothing(filled, tmp_pa
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc))
     err = io.StringIO()
-    with pytest.raises(CommandError, match="7 problem"):
+    with pytest.raises(CommandError, match="7 problem"), no_scope():
         call_command("import_memory", str(path), "--team", "acme", stdout=io.StringIO(), stderr=err)
     assert "entries[6].key: 'ok' repeats entries[0]" in err.getvalue()
     assert not MemoryEntry.objects.filter(key="ok").exists()
@@ -197,9 +199,8 @@ def test_export_command_markdown_to_stdout_and_unknown_store(filled):
 
 
 @pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature")
-@pytest.mark.rls_raw
 def test_memory_commands_run_in_the_teams_scope_under_rls(tmp_path):
-    with rls.system_scope():
+    with all_teams():
         acme, rival = TeamFactory(slug="acme"), TeamFactory(slug="rival")
         make_entry(StoreFactory(team=rival, slug="eng"), key="rival-secret", content="Rival only.")
     path = tmp_path / "m.json"

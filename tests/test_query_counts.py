@@ -16,7 +16,7 @@ from reviews.models import Proposal, ProposalEvidence
 from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 
 def _proposals(store, n: int, sessions) -> None:

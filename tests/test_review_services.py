@@ -17,7 +17,7 @@ from reviews.models import AutonomyPolicy, PolicyChange, ProposalStatus
 from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 
 def test_approve_add_applies_with_provenance(world):

@@ -8,6 +8,8 @@ from memory.models import AgentSession
 from memory.sessions import SessionInvalid, SessionTooLarge, session_document, store_batch, validate_session
 from tests.factories import TeamFactory
 
+pytestmark = pytest.mark.all_teams
+
 
 def good(**over):
     doc = {

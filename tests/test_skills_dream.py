@@ -13,6 +13,8 @@ from skills_registry.services import update_skill
 from .dream_sessions import corrected_command, ingest, session_doc
 from .factories import make_proposal, make_skill
 
+pytestmark = pytest.mark.all_teams
+
 SKILL_BODY = "# Releasing\n\n1. Tag the release.\n2. Deploy with `make deploy` from the repository root.\n"
 
 

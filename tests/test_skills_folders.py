@@ -13,6 +13,8 @@ from skills_registry import folders
 from skills_registry.models import Skill, SkillVersion
 from skills_registry.services import skill_md
 
+pytestmark = pytest.mark.all_teams
+
 SAMPLE = Path(__file__).parent / "data" / "skills"
 
 

@@ -14,6 +14,8 @@ from skills_registry.services import update_skill
 from tests.factories import make_skill
 from tests.test_skills_rendering import HOSTILE, parsed
 
+pytestmark = pytest.mark.all_teams
+
 
 def client_for(user, **kwargs) -> Client:
     client = Client(**kwargs)

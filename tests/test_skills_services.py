@@ -20,6 +20,8 @@ from skills_registry.services import (
 )
 from tests.factories import SessionFactory, make_skill
 
+pytestmark = pytest.mark.all_teams
+
 
 def test_content_hash_covers_name_description_body_references():
     base = skill_content_hash("a", "d", "b", {"r.md": "x"})

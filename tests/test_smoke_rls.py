@@ -10,7 +10,6 @@ from tests.factories import SessionFactory, StoreFactory, TeamFactory, make_entr
 pytestmark = [
     pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature"),
     pytest.mark.django_db,
-    pytest.mark.rls_raw,
 ]
 
 
