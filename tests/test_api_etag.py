@@ -11,7 +11,7 @@ from memory.services import Author, archive_entry, update_entry
 from tests.api_support import Api, fast_passwords, keys  # noqa: F401 - fixtures
 from tests.factories import make_entry
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 URL = "/api/v1/stores/eng/entries/deploy-command/"
 

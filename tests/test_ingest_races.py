@@ -21,6 +21,7 @@ from tests.conftest import is_postgres
 from tests.factories import TeamFactory
 
 pytestmark = [
+    pytest.mark.all_teams,
     pytest.mark.skipif(not is_postgres(), reason="needs PostgreSQL (real concurrent transactions)"),
     pytest.mark.django_db(transaction=True),
 ]
