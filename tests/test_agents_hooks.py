@@ -18,6 +18,8 @@ from dreamweb.models import AgentKey
 from memory.models import ContextServe
 from tests.factories import StoreFactory, TeamFactory, make_entry
 
+pytestmark = pytest.mark.all_teams  # test code sees every team (tests/scoping.py)
+
 BIN = Path(sys.executable).parent
 CLAUDE_HOOK = BIN / "dreamweb-claude-code-hook"
 CODEX_NOTIFY = BIN / "dreamweb-codex-notify"

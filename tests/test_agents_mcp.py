@@ -23,7 +23,7 @@ from reviews import dreams
 from reviews.models import SessionAnalysis
 from tests.factories import StoreFactory, TeamFactory, make_entry, make_skill
 
-pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True), pytest.mark.all_teams]
 
 SERVER = Path(sys.executable).parent / "dreamweb-mcp"
 TOOLS = {"get_context", "remember", "search_memory", "feedback", "list_skills", "read_skill", "update_memory"}

@@ -15,6 +15,8 @@ from django.core.management.base import CommandError
 from skills_registry import folders
 from skills_registry.models import Skill, SkillVersion
 
+pytestmark = pytest.mark.all_teams  # test code sees every team (tests/scoping.py)
+
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "skills"  # CI lays shared/ beside the clone
 if not REAL.is_dir():
     REAL = Path("/work/shared/real/skills")
