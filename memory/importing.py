@@ -1,37 +1,48 @@
-"""Streaming import of session files (JSON Lines, one session of contracts/session.schema.json per line).
+"""Streaming import of session files in any format memory.importers reads (Dreamweb's own JSON Lines, Claude Code,
+Codex, Gemini CLI, OpenAI and Anthropic conversations), from a file, standard input or every file of a directory.
 
-The file is read line by line and stored in batches, so memory stays flat however long the file is: at most three
-batches of parsed sessions are held (see _Writer), and a line longer than the size limit is skipped in chunks
-without being held whole. Each batch is its own transaction in the team's row-level-security scope, so an
-interrupted import keeps what it stored, and a re-run skips it (idempotent on external_id).
+A file is read front to back and its sessions are validated and stored in batches, so memory stays flat however long
+the file or the folder is: at most three batches of sessions are held (see _Writer), bounded in count and in bytes,
+and a canonical line longer than the size limit is skipped in chunks without being held whole. Each batch is its own
+transaction in the team's row-level-security scope, so an interrupted import keeps what it stored, and a re-run
+skips it (idempotent on external_id). A session whose external_id is stored with other content is a conflict:
+reported and counted as rejected, never replaced and never "unchanged".
 """
 
 from __future__ import annotations
 
-import json
 import queue
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import BinaryIO
 
-from django.conf import settings
 from django.db import connection, connections
 
 from dreamweb import rls
 
+from . import importers
+from .importers import AUTO, Options, Parsed, Source, UnknownFormat
+from .importers.source import read_lines  # noqa: F401 - part of this module's interface (tests, benchmarks)
 from .sessions import CleanSession, SessionInvalid, SessionTooLarge, store_batch, validate_session
 
 DEFAULT_BATCH = 500
-_DRAIN_CHUNK = 1 << 16
+# Sessions of foreign formats are far larger than canonical ones (a Claude Code session is often 0.5-1 MB): a batch
+# is also cut at this many bytes, which bounds memory whatever the sessions' size.
+BATCH_BYTES = 16 * 1024 * 1024
+SUFFIXES = (".jsonl", ".json")
 
 
 @dataclass
 class ImportStats:
-    lines: int = 0
+    lines: int = 0  # what was read: lines of a canonical file, sessions (and failures) of other formats
     imported: int = 0
     unchanged: int = 0
     rejected: int = 0
+    files: int = 0
+    formats: Counter = field(default_factory=Counter)
 
     @property
     def stored_or_skipped(self) -> int:
@@ -41,44 +52,23 @@ class ImportStats:
         return f"imported {self.imported}, unchanged {self.unchanged}, rejected {self.rejected}"
 
 
-def read_lines(stream: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | None, int]]:
-    """Yield (line number, line, size in bytes without the line break) for every line of a binary stream.
-
-    A line longer than ``max_bytes`` is yielded as None with its true size, after reading past it in chunks.
-    """
-    limit = max_bytes + 2  # room for "\r\n" after a line of exactly max_bytes
-    number = 0
-    while True:
-        chunk = stream.readline(limit)
-        if not chunk:
-            return
-        number += 1
-        if chunk.endswith(b"\n") or len(chunk) < limit:
-            yield number, chunk, len(chunk.rstrip(b"\r\n"))
-            continue
-        size = len(chunk)
-        while True:
-            rest = stream.readline(_DRAIN_CHUNK)
-            size += len(rest)
-            if not rest or rest.endswith(b"\n"):
-                break
-        yield number, None, size - (2 if rest.endswith(b"\r\n") else 1 if rest.endswith(b"\n") else 0)
+def conflict_message(external_id: str) -> str:
+    return (
+        f"conflict: a different session with external_id {external_id!r} is already stored; it was kept and this "
+        "one was not imported (give it an external_id of its own)"
+    )
 
 
-def _json_error(exc: Exception) -> str:
-    if isinstance(exc, json.JSONDecodeError):
-        # The decoder's own "line 1 column 45" would be confused with the file's line number.
-        return f"not valid JSON: {exc.msg} (column {exc.pos + 1})"
-    if isinstance(exc, UnicodeDecodeError):
-        return f"not valid UTF-8 at byte {exc.start}"
-    return f"not valid JSON: {exc}"
-
-
-def _store(team, batch: list[CleanSession], key, stats: ImportStats) -> None:
+def _store(team, batch: list[CleanSession], key, stats: ImportStats) -> list[int]:
+    """Store one batch; return the positions of its sessions that conflict with what is stored."""
     with rls.team_scope(team):
         result = store_batch(team, batch, key=key)
     stats.imported += len(result.created)
     stats.unchanged += len(result.unchanged)
+    return result.conflicts
+
+
+Batch = list[tuple[str, CleanSession]]
 
 
 class _Writer(threading.Thread):
@@ -86,13 +76,15 @@ class _Writer(threading.Thread):
 
     Parsing and validating is Python work, storing is mostly the database's (PostgreSQL parses every jsonb): done
     one after the other they add up, overlapped they do not. The queue holds one batch, so at most three batches
-    exist at once (being parsed, waiting, being stored) and memory stays flat.
+    exist at once (being parsed, waiting, being stored) and memory stays flat. Conflicts go back to the caller's
+    thread through ``conflicts``, which reports them.
     """
 
     def __init__(self, team, key, stats: ImportStats):
         super().__init__(name="import-sessions-writer", daemon=True)
         self.team, self.key, self.stats = team, key, stats
-        self.queue: queue.Queue[list[CleanSession] | None] = queue.Queue(maxsize=1)
+        self.queue: queue.Queue[Batch | None] = queue.Queue(maxsize=1)
+        self.conflicts: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -100,7 +92,8 @@ class _Writer(threading.Thread):
             while (batch := self.queue.get()) is not None:
                 if self.error is None:
                     try:
-                        _store(self.team, batch, self.key, self.stats)
+                        for pos in _store(self.team, [c for _, c in batch], self.key, self.stats):
+                            self.conflicts.put((batch[pos][0], batch[pos][1].fields["external_id"]))
                     except BaseException as exc:  # noqa: BLE001 - handed to the caller by check()
                         self.error = exc
         finally:
@@ -110,7 +103,7 @@ class _Writer(threading.Thread):
         if self.error is not None:
             raise self.error
 
-    def put(self, batch: list[CleanSession]) -> None:
+    def put(self, batch: Batch) -> None:
         self.check()
         self.queue.put(batch)
 
@@ -119,74 +112,172 @@ class _Writer(threading.Thread):
         self.join()
 
 
+class Importer:
+    """One import run: any number of files into one team, through one writer."""
+
+    def __init__(
+        self,
+        team,
+        *,
+        batch_size: int = DEFAULT_BATCH,
+        on_reject: Callable[[str, str], None] | None = None,
+        on_notice: Callable[[str, str], None] | None = None,
+        on_progress: Callable[[ImportStats], None] | None = None,
+        key=None,
+        overlap: bool = True,
+    ):
+        self.team, self.key, self.batch_size = team, key, batch_size
+        self.on_reject, self.on_notice, self.on_progress = on_reject, on_notice, on_progress
+        self.stats = ImportStats()
+        self.pending: Batch = []
+        self.pending_bytes = 0
+        # A caller's open transaction holds rows another connection could not see: store on this one then.
+        self.writer = _Writer(team, key, self.stats) if overlap and not connection.in_atomic_block else None
+
+    def __enter__(self) -> Importer:
+        if self.writer is not None:
+            self.writer.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None:
+                self.flush()
+        finally:
+            if self.writer is not None:
+                self.writer.finish()
+        if exc_type is None and self.writer is not None:
+            self.report_conflicts()
+            self.writer.check()
+            if self.on_progress is not None:
+                self.on_progress(self.stats)
+
+    def reject(self, where: str, message: str) -> None:
+        self.stats.rejected += 1
+        if self.on_reject is not None:
+            self.on_reject(where, message)
+
+    def report_conflicts(self) -> None:
+        if self.writer is not None:
+            while not self.writer.conflicts.empty():
+                where, external_id = self.writer.conflicts.get()
+                self.reject(where, conflict_message(external_id))
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending, self.pending_bytes = self.pending, [], 0
+        if self.writer is not None:
+            self.writer.put(batch)
+        else:
+            for pos in _store(self.team, [c for _, c in batch], self.key, self.stats):
+                self.reject(batch[pos][0], conflict_message(batch[pos][1].fields["external_id"]))
+        self.report_conflicts()
+        if self.on_progress is not None:
+            self.on_progress(self.stats)
+
+    def add(self, where: str, clean: CleanSession) -> None:
+        self.pending.append((where, clean))
+        self.pending_bytes += clean.size
+        if len(self.pending) >= self.batch_size or self.pending_bytes >= BATCH_BYTES:
+            self.flush()
+
+    def feed(
+        self, stream: BinaryIO, *, format: str = AUTO, options: Options | None = None, name: str = "", prefix: str = ""
+    ) -> None:
+        """Import one file's sessions. ``prefix`` starts every message (the file's name in a folder import)."""
+        self.stats.files += 1
+        try:
+            found, items = importers.read(Source(stream, name), format, options)
+        except UnknownFormat as exc:
+            self.stats.lines += 1
+            self.reject(name or "input", str(exc))
+            return
+        self.stats.formats[found.name] += 1
+        for item in items:
+            where = f"{prefix}{item.where}"
+            if item.notice is not None:
+                if self.on_notice is not None:
+                    self.on_notice(where, item.notice)
+                continue
+            self.stats.lines += 1
+            clean = validated(item, found.name)
+            if isinstance(clean, str):
+                self.reject(where, clean)
+            else:
+                self.add(where, clean)
+
+    def feed_path(self, path: Path, *, format: str = AUTO, options: Options | None = None) -> None:
+        """Import a file, or every *.jsonl / *.json file under a directory (recursively, in name order)."""
+        for file, label in files_of(path):
+            try:
+                stream = open(file, "rb")  # noqa: SIM115 - closed below
+            except OSError as exc:
+                self.stats.files += 1
+                self.reject(str(file), f"cannot read: {exc.strerror}")
+                continue
+            with stream:
+                self.feed(stream, format=format, options=options, name=str(file), prefix=label)
+
+
+def validated(item: Parsed, format_name: str) -> CleanSession | str:
+    """The item's session validated, or the message saying why it was rejected."""
+    if item.error is not None:
+        return item.error
+    try:
+        clean = validate_session(item.doc, size=item.size, raw=item.raw)
+    except (SessionInvalid, SessionTooLarge) as exc:
+        return "; ".join(exc.errors) if isinstance(exc, SessionInvalid) else str(exc)
+    except TypeError as exc:  # e.g. an event type that is an object: invalid input, not a crash
+        return f"session: malformed ({exc})"
+    if format_name != "dreamweb":
+        clean.fields["source_format"] = format_name
+    return clean
+
+
+def files_of(path: Path) -> Iterator[tuple[Path, str]]:
+    """(file, prefix for its messages): the file itself, or every session file under a directory."""
+    if not path.is_dir():
+        yield path, ""
+        return
+    found = sorted(
+        (p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file()),
+        key=lambda p: p.relative_to(path).as_posix(),
+    )
+    for file in found:
+        rel = file.relative_to(path)
+        if not any(part.startswith(".") for part in rel.parts):  # .git and other hidden folders
+            yield file, f"{rel.as_posix()}: "
+
+
 def import_sessions(
     stream: BinaryIO,
     team,
     *,
+    format: str = AUTO,
+    options: Options | None = None,
+    name: str = "",
     batch_size: int = DEFAULT_BATCH,
-    on_reject: Callable[[int, str], None] | None = None,
+    on_reject: Callable[[str, str], None] | None = None,
+    on_notice: Callable[[str, str], None] | None = None,
     on_progress: Callable[[ImportStats], None] | None = None,
     key=None,
     overlap: bool = True,
 ) -> ImportStats:
-    """Import every valid session of the stream for ``team``; report each rejected line through ``on_reject``.
+    """Import every valid session of one stream for ``team``; report each rejected part through ``on_reject``.
 
     With ``overlap`` (and no transaction open by the caller, whose uncommitted rows another connection could not
     see) batches are stored by a writer thread while the next batch is parsed.
     """
-    limit = settings.DREAMWEB_MAX_SESSION_BYTES
-    stats = ImportStats()
-    pending: list[CleanSession] = []
-    writer = _Writer(team, key, stats) if overlap and not connection.in_atomic_block else None
-    if writer is not None:
-        writer.start()
-
-    def reject(number: int, message: str) -> None:
-        stats.rejected += 1
-        if on_reject is not None:
-            on_reject(number, message)
-
-    def flush() -> None:
-        nonlocal pending
-        if not pending:
-            return
-        if writer is not None:
-            writer.put(pending)
-        else:
-            _store(team, pending, key, stats)
-        pending = []
-        if on_progress is not None:
-            on_progress(stats)
-
-    try:
-        for number, line, size in read_lines(stream, limit):
-            if line is not None and not line.strip():
-                continue
-            stats.lines += 1
-            if line is None or size > limit:
-                reject(number, str(SessionTooLarge(size, limit)))
-                continue
-            try:
-                doc = json.loads(line.rstrip(b"\r\n"))
-            except (ValueError, UnicodeDecodeError) as exc:
-                reject(number, _json_error(exc))
-                continue
-            try:
-                pending.append(validate_session(doc, size=size, raw=line))
-            except SessionInvalid as exc:
-                reject(number, "; ".join(exc.errors))
-                continue
-            except SessionTooLarge as exc:
-                reject(number, str(exc))
-                continue
-            if len(pending) >= batch_size:
-                flush()
-        flush()
-    finally:
-        if writer is not None:
-            writer.finish()
-    if writer is not None:
-        writer.check()
-        if on_progress is not None:
-            on_progress(stats)
-    return stats
+    run = Importer(
+        team,
+        batch_size=batch_size,
+        on_reject=on_reject,
+        on_notice=on_notice,
+        on_progress=on_progress,
+        key=key,
+        overlap=overlap,
+    )
+    with run:
+        run.feed(stream, format=format, options=options, name=name)
+    return run.stats

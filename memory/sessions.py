@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .models import AgentSession
@@ -246,6 +247,9 @@ def session_document(session: AgentSession) -> dict:
 class BatchResult:
     created: list[str]
     unchanged: list[str]
+    # Positions (in the sessions given) of sessions whose external_id is stored, or earlier in the batch, with other
+    # content: neither stored nor unchanged.
+    conflicts: list[int] = field(default_factory=list)
 
 
 INSERT_CHUNK = 200  # rows per INSERT: well under the parameter limits of PostgreSQL (65535) and SQLite (32766)
@@ -302,20 +306,40 @@ def _is_deadlock(exc: Exception) -> bool:
     return _DEADLOCK in (getattr(exc, "sqlstate", None), getattr(exc.__cause__, "sqlstate", None))
 
 
+# What makes two sessions with one external_id the same session. Not size (it depends on the JSON's spelling), not the
+# source format or who pushed it.
+COMPARED = ("agent", "task", "end_user", "model", "outcome", "started_at", "ended_at", "metadata", "events")
+
+
+def _comparable(fields: dict) -> tuple:
+    def value(name):
+        v = fields.get(name)
+        if isinstance(v, datetime) and timezone.is_naive(v):
+            v = timezone.make_aware(v)  # as the database stores a naive date-time
+        return v
+
+    return tuple(value(name) for name in COMPARED)
+
+
+def _stored(team, external_ids: list[str]) -> dict[str, tuple]:
+    """What the team has stored under these ids, in comparable form. Only read for ids that were not inserted, so a
+    first import never reads sessions back."""
+    if not external_ids:
+        return {}
+    rows = AgentSession.objects.filter(team=team, external_id__in=external_ids).values("external_id", *COMPARED)
+    return {row["external_id"]: _comparable(row) for row in rows.iterator(chunk_size=50)}
+
+
 def store_batch(team, sessions: list[CleanSession], *, key=None) -> BatchResult:
-    """Insert the sessions that are new for the team; report the rest as unchanged. Idempotent and race-safe.
+    """Insert the sessions that are new for the team; report the rest as unchanged, or as conflicts when their
+    content differs from the stored session with their external_id. Idempotent and race-safe.
 
     Rows go in in the order of their external ids, whatever the batch's order: two batches that share ids wait for
     each other's rows in one direction only, so they cannot deadlock (in opposite orders each would hold a row the
     other needs)."""
     by_id: dict[str, CleanSession] = {}
-    repeated: list[str] = []
     for s in sessions:
-        eid = s.fields["external_id"]
-        if eid in by_id:
-            repeated.append(eid)  # a file that repeats an id keeps the first
-        else:
-            by_id[eid] = s
+        by_id.setdefault(s.fields["external_id"], s)  # a file that repeats an id keeps the first
     for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
         try:
             with transaction.atomic():
@@ -330,10 +354,22 @@ def store_batch(team, sessions: list[CleanSession], *, key=None) -> BatchResult:
         except Exception as exc:
             if attempt == DEADLOCK_ATTEMPTS or not _is_deadlock(exc):
                 raise
-    return BatchResult(
-        created=[eid for eid in by_id if eid in inserted],
-        unchanged=[eid for eid in by_id if eid not in inserted] + repeated,
-    )
+    # Stored before, or by another writer meanwhile: the same session, or a different one under a taken id. A
+    # repeat within the batch is held against what was stored, or against its first occurrence when that was new.
+    stored = _stored(team, [eid for eid in by_id if eid not in inserted])
+    unchanged: list[str] = []
+    conflicts: list[int] = []
+    for pos, s in enumerate(sessions):
+        eid = s.fields["external_id"]
+        first = by_id[eid]
+        if eid in inserted and s is first:
+            continue
+        reference = _comparable(first.fields) if eid in inserted else stored.get(eid)
+        if reference is not None and _comparable(s.fields) != reference:
+            conflicts.append(pos)
+        else:
+            unchanged.append(eid)
+    return BatchResult(created=[eid for eid in by_id if eid in inserted], unchanged=unchanged, conflicts=conflicts)
 
 
 def iter_jsonl(lines: Iterable[bytes | str]) -> Iterator[tuple[int, object, int, str | None]]:

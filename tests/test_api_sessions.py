@@ -28,7 +28,7 @@ def test_single_session_created_then_unchanged(world, keys):
     assert stored.team == world.team_a and stored.ingested_by.name == "full"
     assert stored.event_count == 4 and stored.metadata == {"repo": "dreamweb"}
 
-    r = api.post(URL, session_doc("s-1"))
+    r = api.post(URL, session_doc("s-1", repo="dreamweb"))
     assert r.status_code == 200
     assert r.json()["results"][0]["status"] == "unchanged"
     assert AgentSession.objects.count() == 1

@@ -164,3 +164,4 @@ class SessionIngestResultSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     unchanged = serializers.IntegerField()
     results = SessionItemResultSerializer(many=True)
+    format = serializers.CharField(required=False, help_text="For a transcript file: the format it was read as.")

@@ -1,8 +1,10 @@
-"""POST /api/v1/sessions/: one session or a batch in the canonical format (contracts/session.schema.json).
+"""POST /api/v1/sessions/: one session or a batch in the canonical format (contracts/session.schema.json), or a
+transcript file in another format (memory.api.session_files).
 
 The body's size is checked before it is parsed (413), every session is validated with field-precise errors (400,
 per item index for a batch; a batch is stored all or nothing), and storing is idempotent on external_id:
-201 when anything was created, 200 when everything was already stored.
+201 when anything was created, 200 when everything was already stored, 409 (nothing stored) when a session's
+external_id is already stored with other content.
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ import json
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import exceptions, status
-from rest_framework.response import Response
+from rest_framework import exceptions
 
 from dreamweb.api_base import AgentAPIView, InvalidInput, PayloadTooLarge, error_responses, refuse_unstorable
 from dreamweb.api_permissions import HasScope
-from memory.sessions import SessionInvalid, SessionTooLarge, store_batch, validate_session
+from memory.sessions import SessionInvalid, SessionTooLarge, validate_session
 
+from . import session_files
 from .schemas import session_request_schema
 from .serializers import SessionIngestResultSerializer
 
@@ -59,15 +61,21 @@ def _validate(doc, *, size: int | None = None):
 
 class SessionIngestView(AgentAPIView):
     permission_classes = [HasScope("sessions:write")]
+    content_negotiation_class = session_files.IgnoreFormatQuery
 
     @extend_schema(
         tags=["sessions"],
-        summary="Push one session or a batch",
-        request={"application/json": session_request_schema()},
+        summary="Push one session or a batch, or a transcript file",
+        request={
+            "application/json": session_request_schema(),
+            **{media: session_files.FILE_BODY for media in ("application/x-ndjson", "application/octet-stream")},
+        },
+        parameters=session_files.PARAMETERS,
         responses={
             201: SessionIngestResultSerializer,
             200: SessionIngestResultSerializer,
             **error_responses(400, 413, 415),
+            409: session_files.CONFLICT_RESPONSE,
         },
         examples=[
             OpenApiExample(
@@ -92,7 +100,8 @@ class SessionIngestView(AgentAPIView):
         if declared.isdigit() and int(declared) > limit:
             raise _too_large(int(declared), limit)
         content_type = (request.content_type or "").split(";")[0].strip().lower()
-        if content_type not in ("application/json", ""):
+        file_format = session_files.requested_format(request)
+        if content_type not in ("application/json", "", *session_files.FILE_TYPES):
             raise exceptions.UnsupportedMediaType(content_type)
         try:
             raw = request.body
@@ -100,6 +109,9 @@ class SessionIngestView(AgentAPIView):
             raise _too_large(int(declared or 0), limit) from exc
         if len(raw) > limit:
             raise _too_large(len(raw), limit)
+        if file_format is not None:
+            found, cleans = session_files.file_sessions(request, raw, file_format)
+            return session_files.store(self.key, cleans, format=found)
         try:
             doc = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -107,22 +119,7 @@ class SessionIngestView(AgentAPIView):
 
         refuse_unstorable(doc)
         cleans = self._validate_batch(doc) if isinstance(doc, list) else [self._validate_one(doc, size=len(raw))]
-        result = store_batch(self.key.team, cleans, key=self.key)
-        created = set(result.created)
-        seen: set[str] = set()
-        items = []
-        for index, clean in enumerate(cleans):
-            eid = clean.fields["external_id"]
-            items.append(
-                {
-                    "index": index,
-                    "external_id": eid,
-                    "status": "created" if eid in created and eid not in seen else "unchanged",
-                }
-            )
-            seen.add(eid)
-        body = {"created": len(result.created), "unchanged": len(items) - len(result.created), "results": items}
-        return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+        return session_files.store(self.key, cleans)
 
     def _validate_one(self, doc, *, size: int | None = None):
         try:

@@ -1,0 +1,56 @@
+"""Formats where a session is one JSON document: a file holds one (pretty-printed or not) or is JSON Lines of them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+
+from .source import Source
+
+
+def documents(source: Source) -> Iterator[tuple[str, object, str | None]]:
+    """(where, document, error) for each document of the file."""
+    if source.looks_like_document():
+        try:
+            yield "file", source.document(), None
+        except ValueError as exc:
+            yield "file", None, str(exc)
+        return
+    for number, values, error in source.values():
+        if error is not None:
+            yield f"line {number}", None, error
+            continue
+        for value in values or ():
+            yield f"line {number}", value, None
+
+
+def first_document(source: Source):
+    """The first document of the file, for sniffing (None when the start is not JSON)."""
+    if source.looks_like_document():
+        try:
+            return source.document()
+        except ValueError:
+            return None
+    values = source.head_values()
+    return values[0] if values else None
+
+
+def content_id(prefix: str, doc) -> str:
+    """A stable id for a document that carries none: the same conversation always gets the same id, so a re-import
+    adds nothing."""
+    digest = hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return f"{prefix}-{digest[:32]}"
+
+
+def given_id(doc: dict) -> str | None:
+    """The conversation's own id, when the document has one."""
+    for key in ("external_id", "session_id", "conversation_id", "thread_id", "id"):
+        if isinstance(doc.get(key), str) and doc[key].strip():
+            return doc[key].strip()[:200]
+    meta = doc.get("metadata")
+    if isinstance(meta, dict):
+        for key in ("external_id", "session_id", "conversation_id", "thread_id"):
+            if isinstance(meta.get(key), str) and meta[key].strip():
+                return meta[key].strip()[:200]
+    return None
