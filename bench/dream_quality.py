@@ -1,6 +1,7 @@
 """Dream quality end to end, exactly as ../shared/corpus/README.md runs it, through manage.py.
 
-    .venv/bin/python bench/dream_quality.py [SCENARIO.json ...] [--postgres] [--keep DIR] [--verbose]
+    .venv/bin/python bench/dream_quality.py [SCENARIO.json ...] [--postgres] [--render claude-code|codex]
+                                            [--keep DIR] [--verbose]
     .venv/bin/python bench/dream_quality.py --analyzer openai --base-url URL --model NAME [--max-sessions N] ...
 
 For each scenario (default: the shared dev-scenario.json): gen_corpus.py → a scratch database (a SQLite file; with
@@ -14,6 +15,10 @@ from the command line), so a team can compare `rules` with its own model on the 
 The line then also names the analyzer and counts the sessions analysed and failed and the tokens spent; a run that
 fell back to `rules` (an endpoint not configured) is an error, not a score. --max-sessions N reads at most N
 sessions per team (a slow local model on the whole corpus takes hours; the score then covers only what was read).
+
+--render writes each team's sessions as Claude Code or Codex files first (bench/render_corpus.py, one folder per
+agent and task) and imports those folders (`import_sessions DIR --agent A --task T`, format by content): the score
+must be the canonical corpus's.
 
 --postgres uses DATABASE_OWNER_URL and DATABASE_URL from the environment (defaults: the local dreamweb roles) and
 the database name dreamweb_bench_quality, which it drops and creates.
@@ -82,7 +87,26 @@ class Analyzer:
         return args
 
 
-def run_scenario(scenario: Path, work: Path, *, postgres: bool, verbose: bool, analyzer: Analyzer | None = None) -> str:
+def import_rendered(env: dict, format: str, sessions: Path, out: Path, team: str) -> float:
+    from render_corpus import render
+
+    seconds = 0.0
+    for (agent, task), folder in render(format, sessions, out).items():
+        seconds += manage(
+            env, "import_sessions", str(folder), "--team", team, "--agent", agent, *(["--task", task] if task else [])
+        )
+    return seconds
+
+
+def run_scenario(
+    scenario: Path,
+    work: Path,
+    *,
+    postgres: bool,
+    verbose: bool,
+    analyzer: Analyzer | None = None,
+    render: str | None = None,
+) -> str:
     analyzer = analyzer or Analyzer()
     corpus = work / "corpus"
     subprocess.run([PY, str(CORPUS / "gen_corpus.py"), str(scenario), str(corpus)], check=True, capture_output=True)
@@ -103,7 +127,11 @@ def run_scenario(scenario: Path, work: Path, *, postgres: bool, verbose: bool, a
         store = json.loads(memory.read_text()).get("store") or truth["teams"][team]["store"]
         times["import"] += manage(env, "create_team", team)
         times["import"] += manage(env, "import_memory", str(memory), "--team", team, "--store", store)
-        times["import"] += manage(env, "import_sessions", str(corpus / team / "sessions.jsonl"), "--team", team)
+        if render:
+            rendered = work / render / team
+            times["import"] += import_rendered(env, render, corpus / team / "sessions.jsonl", rendered, team)
+        else:
+            times["import"] += manage(env, "import_sessions", str(corpus / team / "sessions.jsonl"), "--team", team)
         out = work / f"{team}.json"
         with out.open("w") as fh:
             times["dream"] += manage(
@@ -132,7 +160,7 @@ def run_scenario(scenario: Path, work: Path, *, postgres: bool, verbose: bool, a
     lines = score.stdout.strip().splitlines()
     if verbose:
         print("\n".join(lines[:-1]))
-    db = "PostgreSQL" if postgres else "SQLite"
+    db = ("PostgreSQL" if postgres else "SQLite") + (f", rendered as {render}" if render else "")
     sessions = sum(int(t.get("sessions") or 0) for t in truth["teams"].values())
     model = ""
     if analyzer.name != "rules":
@@ -161,6 +189,7 @@ def main() -> int:
         "--api-key-env", default="OPENAI_API_KEY", help="the environment variable that holds the endpoint's key"
     )
     parser.add_argument("--max-sessions", type=int, default=0, help="read at most N sessions per team")
+    parser.add_argument("--render", choices=["claude-code", "codex"], help="import the corpus written in this format")
     args = parser.parse_args()
     if args.analyzer == "openai" and not (args.base_url and args.model):
         parser.error("--analyzer openai needs --base-url and --model")
@@ -168,13 +197,14 @@ def main() -> int:
     scenarios = args.scenarios or [CORPUS / "dev-scenario.json"]
     for scenario in scenarios:
         for postgres in [False, True] if args.postgres else [False]:
+            options = {"postgres": postgres, "verbose": args.verbose, "analyzer": analyzer, "render": args.render}
             if args.keep:
                 work = args.keep / f"{scenario.stem}-{'pg' if postgres else 'sqlite'}"
                 work.mkdir(parents=True, exist_ok=True)
-                run_scenario(scenario, work, postgres=postgres, verbose=args.verbose, analyzer=analyzer)
+                run_scenario(scenario, work, **options)
             else:
                 with tempfile.TemporaryDirectory(prefix="dream-quality-") as tmp:
-                    run_scenario(scenario, Path(tmp), postgres=postgres, verbose=args.verbose, analyzer=analyzer)
+                    run_scenario(scenario, Path(tmp), **options)
     return 0
 
 

@@ -117,14 +117,15 @@ def test_unknown_top_level_keys_are_kept_in_metadata():
 
 
 @pytest.mark.django_db
-def test_store_batch_is_idempotent_and_keeps_the_first_of_a_repeated_id():
+def test_store_batch_is_idempotent_keeps_the_first_of_a_repeated_id_and_reports_a_different_one():
     team = TeamFactory()
     first = validate_session(good(external_id="a"))
-    again = validate_session(good(external_id="a", agent="other"))
-    result = store_batch(team, [first, again, validate_session(good(external_id="b"))])
-    assert sorted(result.created) == ["a", "b"] and result.unchanged == ["a"]
-    result = store_batch(team, [validate_session(good(external_id="a"))])
-    assert result.created == [] and result.unchanged == ["a"]
+    same = validate_session(good(external_id="a"))
+    other = validate_session(good(external_id="a", agent="other"))
+    result = store_batch(team, [first, same, other, validate_session(good(external_id="b"))])
+    assert sorted(result.created) == ["a", "b"] and result.unchanged == ["a"] and result.conflicts == [2]
+    result = store_batch(team, [validate_session(good(external_id="a")), other])
+    assert result.created == [] and result.unchanged == ["a"] and result.conflicts == [1]
     assert AgentSession.objects.get(team=team, external_id="a").agent == "deploy-bot"
     assert AgentSession.objects.filter(team=team).count() == 2
 

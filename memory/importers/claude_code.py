@@ -38,6 +38,10 @@ COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 # whole message is one hyphenated tag, which a person's prose is not.
 CLI_WRAPPER = re.compile(r"\s*<([a-z]+(?:-[a-z]+)+)>.*</\1>\s*", re.S)
 INTERRUPTED = re.compile(r"\s*\[Request interrupted by user[^\]]*\]\s*")
+# What the CLI adds to tool output: reminders to the model (e.g. after every Read, "consider whether it would be
+# considered malware... you MUST refuse"), and the line numbers of Read ("    12→text").
+SYSTEM_REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
+READ_LINE_NUMBER = re.compile(r" *\d+(?:→|\t)")
 
 
 def sniff(source: Source) -> bool:
@@ -87,6 +91,15 @@ def _command_text(text: str) -> str | None:
         return None
     args = COMMAND_ARGS.search(text)
     return f"{name.group(1).strip()} {args.group(1).strip() if args else ''}".strip()
+
+
+def _without_line_numbers(text: str) -> str:
+    """A file's text as Read showed it numbered ("     1→first line"), without the numbers."""
+    lines = text.split("\n")
+    numbered = [READ_LINE_NUMBER.match(line) for line in lines]
+    if not any(numbered) or any(m is None and line for m, line in zip(numbered, lines, strict=True)):
+        return text
+    return "\n".join(line[m.end() :] if m else line for m, line in zip(numbered, lines, strict=True))
 
 
 class _File:
@@ -250,6 +263,11 @@ class _File:
         wrapped = TOOL_USE_ERROR.fullmatch(content)
         if wrapped:
             content, is_error = wrapped.group(1).strip(), True
+        if "<system-reminder>" in content:
+            content = SYSTEM_REMINDER.sub("\n", content).strip("\n")
+        call = stream.t.calls.get(call_id)
+        if call is not None and call["name"] == "Read" and not is_error:
+            content = _without_line_numbers(content)
         exit_code = None
         if is_error and (header := EXIT_HEADER.match(content)):
             exit_code, content = int(header.group(1)), content[header.end() :]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 from .base import Transcript, block_text, clean_text, mcp_name
 
@@ -65,6 +66,18 @@ def parse_output(output) -> tuple[str, int | None, str | None]:
             break
         pos = end + 1
     return output[pos:], code, session
+
+
+def command_text(command) -> str | None:
+    """A command given as argv (Codex's shell and local_shell calls) as the line a person would type: the script of
+    `bash -lc SCRIPT`, else the words joined with shell quoting."""
+    if isinstance(command, str):
+        return command
+    if not isinstance(command, list) or not all(isinstance(w, str) for w in command) or not command:
+        return None
+    if len(command) == 3 and command[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and command[1] in ("-lc", "-c"):
+        return command[2]
+    return shlex.join(command)
 
 
 def arguments(raw):
@@ -130,8 +143,7 @@ class Items:
             self.call(str(p.get("call_id") or p.get("id") or ""), name, arguments(raw), ts)
         elif kind == "local_shell_call":
             action = p.get("action") if isinstance(p.get("action"), dict) else {}
-            command = action.get("command")
-            args = {"command": " ".join(command) if isinstance(command, list) else command}
+            args = {"command": command_text(action.get("command")), "workdir": action.get("working_directory")}
             self.call(str(p.get("call_id") or p.get("id") or ""), "local_shell", args, ts)
         elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
             self.output(str(p.get("call_id") or ""), p.get("output"), ts)
@@ -148,6 +160,8 @@ class Items:
         # reasoning (opaque, often encrypted) and newer item types: nothing an analysis can read
 
     def call(self, call_id: str, name: str, args, ts) -> None:
+        if isinstance(args, dict) and isinstance(args.get("command"), list) and command_text(args["command"]):
+            args = {**args, "command": command_text(args["command"])}
         if name == "write_stdin" and isinstance(args, dict):
             target = self.processes.get(str(args.get("session_id")))
             if target is not None and not args.get("chars"):

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import re
 
-# A tool whose argument is a shell command line.
-SHELL_TOOLS = re.compile(r"^(?:bash|sh|zsh|shell|terminal|run|exec|execute|run_command|run_shell|command|cmd)$", re.I)
+# A tool whose argument is a shell command line (real agents' too: Codex's exec_command and local_shell, Gemini
+# CLI's run_shell_command).
+SHELL_TOOLS = re.compile(
+    r"^(?:bash|sh|zsh|shell|terminal|run|exec|execute|run_command|run_shell|command|cmd|exec_command|local_shell"
+    r"|run_shell_command|shell_command)$",
+    re.I,
+)
 # The arguments that say what a call does, most telling first (a command before a path before a query...).
 ARG_KEYS = (
     "command",
