@@ -11,8 +11,9 @@ import pytest
 
 from memory.models import AgentSession
 from tests.api_support import Api, fast_passwords, keys, session_doc  # noqa: F401 - fixtures
+from tests.scoping import no_scope
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 URL = "/api/v1/sessions/"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "transcripts"  # CI lays shared/ beside the clone
@@ -24,10 +25,10 @@ needs_real = pytest.mark.skipif(not CLAUDE.exists(), reason="real transcripts no
 
 
 def post_file(raw: str, body: bytes, *, content_type="application/x-ndjson", query: str = ""):
-    api = Api(raw)
-    r = api.client.post(URL + query, data=body, content_type=content_type, headers={"Authorization": f"Api-Key {raw}"})
-    api.request("GET", "/api/v1/stores/")  # gives the test code its all-teams scope back (see Api)
-    return r
+    """A raw body with its own content type, sent from an empty scope as tests.api_support.Api sends requests."""
+    headers = {"Authorization": f"Api-Key {raw}"}
+    with no_scope():
+        return Api(raw).client.post(URL + query, data=body, content_type=content_type, headers=headers)
 
 
 @needs_real

@@ -14,8 +14,9 @@ from django.core.management import CommandError, call_command
 
 from memory.models import AgentSession
 from tests.factories import TeamFactory
+from tests.scoping import no_scope
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "transcripts"  # CI lays shared/ beside the clone
 if not REAL.exists():
@@ -27,7 +28,8 @@ def run_import(path, team="acme", **kwargs):
     out, err = io.StringIO(), io.StringIO()
     code = 0
     try:
-        call_command("import_sessions", str(path), "--team", team, stdout=out, stderr=err, **kwargs)
+        with no_scope():  # the command opens its own scope
+            call_command("import_sessions", str(path), "--team", team, stdout=out, stderr=err, **kwargs)
     except CommandError as exc:
         if exc.returncode != 1 or "rejected" not in str(exc):
             raise
