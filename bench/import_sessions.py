@@ -306,7 +306,7 @@ def write_docs(results: dict, args) -> None:
         f"average {min(loads):.1f} to {max(loads):.1f} at the start of the runs), so the wall-clock rates are "
         f"pessimistic; the import process's own CPU per session does not depend on that load.",
         "",
-        "How: a file is read line by line and its sessions stored in batches (500 sessions or 16 MB, whichever comes "
+        "How: a file is read line by line and its sessions stored in batches (500 sessions or 4 MB, whichever comes "
         "first), one transaction each, by a writer thread while the next batch is parsed (at most three batches in "
         "memory, hence the flat peak RSS). On PostgreSQL a batch is one `INSERT ... SELECT FROM unnest(...) ON "
         "CONFLICT DO NOTHING RETURNING` with the columns bound server-side in binary; Django's `bulk_create` (UNNEST "

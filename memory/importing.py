@@ -29,9 +29,10 @@ from .importers.source import read_lines  # noqa: F401 - part of this module's i
 from .sessions import CleanSession, SessionInvalid, SessionTooLarge, store_batch, validate_session
 
 DEFAULT_BATCH = 500
-# Sessions of foreign formats are far larger than canonical ones (a Claude Code session is often 0.5-1 MB): a batch
-# is also cut at this many bytes, which bounds memory whatever the sessions' size.
-BATCH_BYTES = 16 * 1024 * 1024
+# Sessions of foreign formats are far larger than canonical ones (a real Claude Code session is often 0.1-1 MB once
+# converted): a batch is also cut at this many bytes of JSON, which bounds memory whatever the sessions' size (three
+# batches in flight, each several times its JSON size as Python objects). Large rows gain nothing from longer INSERTs.
+BATCH_BYTES = 4 * 1024 * 1024
 SUFFIXES = (".jsonl", ".json")
 
 
