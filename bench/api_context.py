@@ -78,13 +78,14 @@ def seed(db: str, entries: int) -> str:
     from django.utils import timezone
 
     from dreamweb import rls
-    from dreamweb.models import AgentKey, Scope, Team
+    from dreamweb.models import AgentKey, Scope
     from dreamweb.provenance import content_hash
+    from dreamweb.services import create_team
     from memory.models import MemoryEntry, MemoryStore, MemoryVersion
 
     rng = random.Random(7)
-    with rls.system_scope():
-        team = Team.objects.create(slug="bench", name="Bench")
+    team, _ = create_team("bench", "Bench")  # the app role sees no other team: it writes inside the new one's scope
+    with rls.team_scope(team):
         store = MemoryStore.objects.create(team=team, slug="main", agents_may_write=True)
         now = timezone.now()
         rows = []

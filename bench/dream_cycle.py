@@ -71,14 +71,13 @@ def child_load(corpus: Path, n: int) -> None:
     from datetime import datetime, timedelta
 
     from dreamweb import rls
-    from dreamweb.models import Team
     from dreamweb.provenance import Author
+    from dreamweb.services import create_team
     from memory.models import MemoryStore
     from memory.services import create_entry
     from memory.sessions import store_batch, validate_session
 
-    with rls.system_scope():
-        team = Team.objects.create(slug="acme", name="Acme")
+    team, _ = create_team("acme", "Acme")
     memory = json.loads((corpus / "acme" / "memory.json").read_text())
     base = [json.loads(line) for line in (corpus / "acme" / "sessions.jsonl").read_text().splitlines() if line]
     start = datetime(2025, 1, 1)
@@ -117,7 +116,7 @@ def child_clear() -> None:
     from dreamweb import rls
     from reviews.models import DreamRun, Proposal
 
-    with rls.system_scope():
+    with rls.team_scope(rls.team_id_for_slug("acme")):
         Proposal.objects.all().delete()
         DreamRun.objects.all().delete()  # cascades to the session analyses
 
@@ -134,7 +133,7 @@ def child_run_info() -> None:
     from dreamweb import rls
     from reviews.models import DreamRun
 
-    with rls.system_scope():
+    with rls.team_scope(rls.team_id_for_slug("acme")):
         run = DreamRun.objects.order_by("-pk").first()
         print(
             json.dumps(

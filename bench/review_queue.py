@@ -47,14 +47,15 @@ def seed(n: int):
     from django.contrib.auth import get_user_model
 
     from dreamweb import rls
-    from dreamweb.models import Membership, Team
+    from dreamweb.models import Membership
     from dreamweb.provenance import content_hash
+    from dreamweb.services import create_team
     from memory.models import AgentSession, MemoryEntry, MemoryStore
     from reviews.models import Proposal, ProposalEvidence
 
     rng = random.Random(11)
-    with rls.system_scope():
-        team = Team.objects.create(slug="bench", name="Bench")
+    team, _ = create_team("bench", "Bench")
+    with rls.team_scope(team):
         store = MemoryStore.objects.create(team=team, slug="main", name="Main")
         user = get_user_model().objects.create_user("reviewer", password="x")
         Membership.objects.create(team=team, user=user, role="reviewer")

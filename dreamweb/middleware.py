@@ -1,7 +1,8 @@
 """Each request runs in one transaction whose row-level-security scope is the signed-in person's teams.
 
 Agent API requests start with an empty scope; the API-key authentication narrows it to the key's team once the key
-is known (see dreamweb.api_auth). Anonymous requests see no team's rows at all.
+is known (see dreamweb.api_auth). Anonymous requests see no team's rows at all. Superusers are no exception: the web
+app cannot see every team at once (dreamweb.rls), so the admin shows a superuser the teams they belong to.
 """
 
 from django.db import transaction
@@ -17,14 +18,7 @@ class TeamScopeMiddleware:
         with transaction.atomic():
             user = getattr(request, "user", None)
             if user is not None and user.is_authenticated:
-                from .models import Membership
-
-                if user.is_superuser:
-                    rls.set_scope(rls.ALL_TEAMS)
-                else:
-                    with rls.system_scope():
-                        team_ids = list(Membership.objects.filter(user=user).values_list("team_id", flat=True))
-                    rls.set_scope(team_ids)
+                rls.enter_member_scope(user.pk)
             else:
                 rls.set_scope("")
             return self.get_response(request)

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from .tenancy import TeamQuerySet
+from .tenancy import TeamQuerySet, team_key
 
 
 class Role(models.TextChoices):
@@ -106,7 +106,10 @@ class AgentKey(models.Model):
 
     class Meta:
         ordering = ["team__slug", "name"]
-        constraints = [models.UniqueConstraint(fields=["team", "name"], name="agentkey_unique_team_name")]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="agentkey_unique_team_name"),
+            team_key("agentkey_id_team"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

@@ -1,9 +1,20 @@
 """PostgreSQL row-level security: the second wall behind the team-scoped querysets.
 
 Every team-owned table has RLS enabled and forced, with one policy that admits a row only when its team id is
-in the transaction-local setting ``dreamweb.team_ids`` (a comma-separated list of ids, or ``*`` for trusted
-system code such as the scheduler and key lookup). With the setting unset, no row of any team is visible.
-On SQLite these functions do nothing and the querysets alone apply.
+in the transaction-local setting ``dreamweb.team_ids`` (a comma-separated list of ids). With the setting unset or
+empty, no row of any team is visible.
+
+The application role cannot widen its own scope to every team: the value ``*`` ("all teams") counts only for a role
+that has the table owner's privileges (migrations, and the SECURITY DEFINER functions below, which run as the
+owner). Code that must look across teams before it knows its team asks one narrow question through such a function
+and gets ids back, never rows: the team of an API key prefix, a person's teams, the team of a slug (and, in the
+reviews app, the team of a dream run and the schedules that are due). A new team's id is drawn from its sequence
+first, so that its row is written inside its own scope.
+
+Composite foreign keys ``(column, team_id) -> parent (id, team_id)`` make the database refuse a row that points at
+another team's row (see ``same_team_foreign_keys``): a plain foreign key check bypasses row-level security.
+
+On SQLite these functions fall back to plain queries and the querysets alone apply.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 SETTING = "dreamweb.team_ids"
+# Only the owner role (and SECURITY DEFINER functions, which run as the owner) see every team with this value.
 ALL_TEAMS = "*"
 
 # The policy reads the setting through two STABLE SQL functions, each wrapped in a scalar sub-select: PostgreSQL turns
@@ -42,6 +54,16 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT COALESCE(current_setting('dreamweb.team_ids', true), '') = '*'
 $$;
 """
+
+
+# SECURITY DEFINER lookups (dreamweb migration 0004, reviews migration 0005): ids across teams, never rows.
+LOOKUP_FUNCTIONS = (
+    "dreamweb_key_team(text)",
+    "dreamweb_member_team_ids(bigint)",
+    "dreamweb_team_by_slug(text)",
+    "dreamweb_run_team(bigint)",
+    "dreamweb_scheduled_policies()",
+)
 
 
 def policy_expression(column: str = "team_id") -> str:
@@ -133,9 +155,69 @@ def team_scope(team_or_id) -> contextlib.AbstractContextManager[None]:
     return scope([team_id])
 
 
-def system_scope() -> contextlib.AbstractContextManager[None]:
-    """For trusted code that must look across teams: key lookup, memberships at sign-in, the scheduler."""
-    return scope(ALL_TEAMS)
+def _ask(sql: str, params: list):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def enter_key_scope(prefix: str) -> None:
+    """Scope the rest of the transaction to the team of the API key with this public prefix (to no team when there
+    is no such key), in one statement. The key is then read, and its secret checked, inside that scope."""
+    if is_postgres() and connection.in_atomic_block:
+        _ask(f"SELECT set_config('{SETTING}', COALESCE(dreamweb_key_team(%s)::text, ''), true)", [prefix])
+
+
+def enter_member_scope(user_id: int) -> None:
+    """Scope the rest of the transaction to the teams this person belongs to, in one statement."""
+    if is_postgres() and connection.in_atomic_block:
+        _ask(f"SELECT set_config('{SETTING}', array_to_string(dreamweb_member_team_ids(%s), ','), true)", [user_id])
+
+
+def team_id_for_slug(slug: str) -> int | None:
+    """The id of the team with this slug (commands name teams by slug)."""
+    if is_postgres():
+        return _ask("SELECT dreamweb_team_by_slug(%s)", [slug])
+    from .models import Team
+
+    return Team.objects.filter(slug=slug).values_list("pk", flat=True).first()
+
+
+def new_team_id() -> int | None:
+    """An id for a team about to be created, drawn from the table's sequence, so that the team's row can be written
+    inside its own scope. None on SQLite (the database picks it)."""
+    if not is_postgres():
+        return None
+    return _ask("SELECT nextval(pg_get_serial_sequence('dreamweb_team', 'id'))", [])
+
+
+def same_team_foreign_keys(*links: tuple[str, str, str]) -> list:
+    """Migration operations: for each (table, column, parent table), a foreign key ``(column, team_id)`` to the
+    parent's ``(id, team_id)`` (which needs a unique constraint on the parent's (id, team)), so that a row can only
+    point at a row of its own team. Deferred to the commit like Django's own foreign keys; a NULL column is not
+    checked (MATCH SIMPLE). PostgreSQL only (SQLite cannot add constraints to a table)."""
+    from django.db import migrations
+
+    def name(table: str, column: str) -> str:
+        return f"{table}_{column}_same_team"[:63]
+
+    def forward(apps, schema_editor):
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        for table, column, parent in links:
+            schema_editor.execute(
+                f'ALTER TABLE "{table}" ADD CONSTRAINT "{name(table, column)}" FOREIGN KEY ("{column}", "team_id") '
+                f'REFERENCES "{parent}" ("id", "team_id") DEFERRABLE INITIALLY DEFERRED'
+            )
+
+    def backward(apps, schema_editor):
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        for table, column, _ in links:
+            schema_editor.execute(f'ALTER TABLE "{table}" DROP CONSTRAINT IF EXISTS "{name(table, column)}"')
+
+    return [migrations.RunPython(forward, backward)]
 
 
 def set_scope(team_ids: Iterable[int] | str) -> None:
@@ -160,7 +242,12 @@ def grant_app_role(sender=None, using="default", **kwargs) -> None:
         cursor.execute(f'GRANT USAGE ON SCHEMA public TO "{role}"')
         cursor.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "{role}"')
         cursor.execute(f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "{role}"')
-        for function in ("dreamweb_team_visible(bigint)", "dreamweb_team_ids()", "dreamweb_all_teams()"):
+        for function in (
+            "dreamweb_team_visible(bigint)",
+            "dreamweb_team_ids()",
+            "dreamweb_all_teams()",
+            *LOOKUP_FUNCTIONS,
+        ):
             cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [function])
             if cursor.fetchone()[0]:
                 cursor.execute(f'GRANT EXECUTE ON FUNCTION {function} TO "{role}"')

@@ -164,9 +164,7 @@ DREAMWEB_DREAM_BATCH_SIZE = int(os.environ.get("DREAMWEB_DREAM_BATCH_SIZE", "25"
 DREAMWEB_ANALYSIS_MAX_RETRIES = int(os.environ.get("DREAMWEB_ANALYSIS_MAX_RETRIES", "3"))
 DREAMWEB_ISOLATED_CAP = int(os.environ.get("DREAMWEB_ISOLATED_CAP", "200"))
 # Operator-installed analyzers, "name=module:function,...": never taken from a policy or a request.
-DREAMWEB_EXTRA_ANALYZERS = dict(
-    item.split("=", 1) for item in env_list("DREAMWEB_EXTRA_ANALYZERS", "") if "=" in item
-)
+DREAMWEB_EXTRA_ANALYZERS = dict(item.split("=", 1) for item in env_list("DREAMWEB_EXTRA_ANALYZERS", "") if "=" in item)
 
 # --- Limits ------------------------------------------------------------------------------------------
 DREAMWEB_MAX_SESSION_BYTES = int(os.environ.get("DREAMWEB_MAX_SESSION_BYTES", str(5 * 1024 * 1024)))

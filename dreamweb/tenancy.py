@@ -9,6 +9,12 @@ from __future__ import annotations
 from django.db import models
 
 
+def team_key(name: str) -> models.UniqueConstraint:
+    """``(id, team)`` unique: what the composite foreign keys of other team-owned rows point at, so that the
+    database refuses a row that references another team's row (dreamweb.rls.same_team_foreign_keys)."""
+    return models.UniqueConstraint(fields=["id", "team"], name=name)
+
+
 def role_at_least(role: str) -> list[str]:
     from .models import ROLE_RANK
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from dreamweb.models import AgentKey, Team
 from dreamweb.provenance import AuthorKind, Origin
-from dreamweb.tenancy import TeamQuerySet
+from dreamweb.tenancy import TeamQuerySet, team_key
 
 
 class StoreKind(models.TextChoices):
@@ -30,7 +30,10 @@ class MemoryStore(models.Model):
 
     class Meta:
         ordering = ["team__slug", "slug"]
-        constraints = [models.UniqueConstraint(fields=["team", "slug"], name="memorystore_unique_team_slug")]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "slug"], name="memorystore_unique_team_slug"),
+            team_key("memorystore_id_team"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.team.slug}/{self.slug}" if self.team_id else self.slug
@@ -76,7 +79,10 @@ class MemoryEntry(models.Model):
     class Meta:
         ordering = ["key"]
         verbose_name_plural = "memory entries"
-        constraints = [models.UniqueConstraint(fields=["store", "key"], name="memoryentry_unique_store_key")]
+        constraints = [
+            models.UniqueConstraint(fields=["store", "key"], name="memoryentry_unique_store_key"),
+            team_key("memoryentry_id_team"),
+        ]
         indexes = [models.Index(fields=["store", "status", "updated_at"], name="memoryentry_store_status")]
 
     def __str__(self) -> str:
@@ -183,7 +189,8 @@ class AgentSession(models.Model):
     class Meta:
         ordering = ["-started_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["team", "external_id"], name="agentsession_unique_team_external_id")
+            models.UniqueConstraint(fields=["team", "external_id"], name="agentsession_unique_team_external_id"),
+            team_key("agentsession_id_team"),
         ]
         indexes = [models.Index(fields=["team", "agent"], name="agentsession_team_agent")]
 

@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from dreamweb.models import Team
-from dreamweb.tenancy import TeamQuerySet
+from dreamweb.tenancy import TeamQuerySet, team_key
 from memory.models import AgentSession, MemoryStore
 
 
@@ -40,6 +40,7 @@ class AutonomyPolicy(models.Model):
 
     class Meta:
         verbose_name_plural = "autonomy policies"
+        constraints = [team_key("autonomypolicy_id_team")]
 
     def __str__(self) -> str:
         return f"{self.store}: {self.mode}"
@@ -115,6 +116,7 @@ class DreamRun(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [team_key("dreamrun_id_team")]
 
     def __str__(self) -> str:
         return f"dream #{self.pk} on {self.store}"
@@ -237,7 +239,8 @@ class Proposal(models.Model):
                 fields=["store", "signature"],
                 condition=Q(status="pending"),
                 name="proposal_one_pending_per_signature",
-            )
+            ),
+            team_key("proposal_id_team"),
         ]
         indexes = [
             models.Index(fields=["team", "status", "-prevalence_sessions"], name="proposal_queue"),

@@ -1,9 +1,10 @@
 """Periodic dreams: Celery beat calls ``run_due`` every minute (settings.CELERY_BEAT_SCHEDULE).
 
 A store's policy is due when its schedule is enabled and ``last_scheduled_at + schedule_minutes`` has passed (or
-it never ran). The scan looks across teams (system scope, trusted code); each start happens in its own team's
-scope. A due policy is claimed with a compare-and-set on ``last_scheduled_at``, so two beats (or a beat that
-overlaps itself) start one run, not two. A store whose previous run is still going is skipped this time, and
+it never ran). The scan looks across teams through a database function that answers ids and times only (reviews
+migration 0005: the application role cannot see every team); each start happens in its own team's scope. A due
+policy is claimed with a compare-and-set on ``last_scheduled_at``, so two beats (or a beat that overlaps itself)
+start one run, not two. A store whose previous run is still going is skipped this time, and
 claimed again on a later tick.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
+from django.db import connection
 from django.utils import timezone
 
 from dreamweb import rls
@@ -23,17 +25,26 @@ log = logging.getLogger(__name__)
 BUSY = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AGGREGATING)
 
 
+def scheduled() -> list[tuple[int, int, int, datetime | None, int]]:
+    """(policy id, team id, store id, last_scheduled_at, schedule_minutes) of every enabled schedule, across teams."""
+    if not rls.is_postgres():
+        return list(
+            AutonomyPolicy.objects.filter(schedule_enabled=True).values_list(
+                "pk", "team_id", "store_id", "last_scheduled_at", "schedule_minutes"
+            )
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT policy, team, store, last_at, minutes FROM dreamweb_scheduled_policies()")
+        return cursor.fetchall()
+
+
 def due(now: datetime) -> list[tuple[int, int, int, datetime | None]]:
     """(policy id, team id, store id, last_scheduled_at) of every policy whose schedule is due, across teams."""
-    with rls.system_scope():
-        rows = AutonomyPolicy.objects.filter(schedule_enabled=True).values_list(
-            "pk", "team_id", "store_id", "last_scheduled_at", "schedule_minutes"
-        )
-        return [
-            (pk, team_id, store_id, last)
-            for pk, team_id, store_id, last, minutes in rows
-            if last is None or last + timedelta(minutes=max(1, minutes)) <= now
-        ]
+    return [
+        (pk, team_id, store_id, last)
+        for pk, team_id, store_id, last, minutes in scheduled()
+        if last is None or last + timedelta(minutes=max(1, minutes)) <= now
+    ]
 
 
 def claim(policy_id: int, team_id: int, previous: datetime | None, now: datetime) -> bool:

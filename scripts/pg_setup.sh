@@ -2,6 +2,8 @@
 # Create the two PostgreSQL roles Dreamweb uses, and its database, idempotently.
 #   dreamweb_owner  owns the tables and runs migrations (CREATEDB so the test suite can make its database)
 #   dreamweb_app    what the application connects as: not a superuser, not the owner, no BYPASSRLS
+# The owner is made a member of dreamweb_app (never the other way round): the test suite logs in as the owner and runs
+# as dreamweb_app (SET ROLE), so that only its own test code can switch back (tests/scoping.py).
 # Needs a superuser connection: PGHOST/PGPORT/PGUSER (default 127.0.0.1:5432, postgres).
 set -euo pipefail
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
@@ -18,6 +20,7 @@ BEGIN
   END IF;
 END
 \$\$;
+GRANT dreamweb_app TO dreamweb_owner;
 SQL
 if ! psql -tAq -d postgres -c "SELECT 1 FROM pg_database WHERE datname = 'dreamweb'" | grep -q 1; then
   psql -q -d postgres -c "CREATE DATABASE dreamweb OWNER dreamweb_owner"

@@ -7,7 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from dreamweb.models import AgentKey, Team
-from dreamweb.tenancy import TeamQuerySet
+from dreamweb.tenancy import TeamQuerySet, team_key
 
 
 class SkillStatus(models.TextChoices):
@@ -53,7 +53,10 @@ class Skill(models.Model):
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.UniqueConstraint(fields=["team", "name"], name="skill_unique_team_name")]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="skill_unique_team_name"),
+            team_key("skill_id_team"),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -1,5 +1,6 @@
 """Test setup. On PostgreSQL the test database is created and migrated by the owner role, then every test runs as
-the application role (not superuser, not owner), so row-level security is really in force.
+the application role (not superuser, not owner), so row-level security is really in force; the connection logs in
+as the owner and runs as the application role, so that test code alone can switch back (tests/scoping.py).
 
 Team scope: a PostgreSQL test starts with NO scope, like a fresh request, API call, task, command or beat tick, so
 code under test that forgets to open its own scope finds no rows and the test fails. Test code that creates or reads
@@ -24,6 +25,7 @@ nothing and the querysets alone apply.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import dj_database_url
@@ -48,11 +50,28 @@ def _credentials(url: str) -> dict:
 _APP: dict = {}
 
 
+def app_credentials() -> dict:
+    """USER and PASSWORD of the application role (for connections and processes the tests open themselves)."""
+    return dict(_APP)
+
+
 def _switch(creds: dict) -> None:
     for alias in connections:
         conn = connections[alias]
         conn.close()
         conn.settings_dict.update(creds)
+
+
+def _run_as(role: str | None) -> None:
+    """Connections opened from now on log in as they are configured and then run as this role (None: as the login)."""
+    for alias in connections:
+        conn = connections[alias]
+        conn.close()
+        options = conn.settings_dict.setdefault("OPTIONS", {})
+        if role:
+            options["options"] = f"-c role={role}"
+        else:
+            options.pop("options", None)
 
 
 @pytest.fixture(scope="session")
@@ -65,16 +84,22 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
+    """The test database is created and migrated by the owner. The tests' connection then keeps the owner's login but
+    runs as the application role (SET ROLE at the connection's start): code under test has exactly the application's
+    rights, and test code alone can switch back to the owner to see every team (tests/scoping.py)."""
     if is_postgres() and _APP:
         role = settings.DREAMWEB_DB_APP_ROLE
         with django_db_blocker.unblock(), connections["default"].cursor() as cursor:
             # Tests that need a real transaction empty the tables afterwards with TRUNCATE; only the test
             # database grants that to the application role.
             cursor.execute(f'GRANT TRUNCATE ON ALL TABLES IN SCHEMA public TO "{role}"')
-        _switch(_APP)
+            cursor.execute("SELECT pg_has_role(current_user, %s, 'MEMBER')", [role])
+            if not cursor.fetchone()[0]:
+                pytest.exit(f"the owner role must be a member of {role} to run as it: run scripts/pg_setup.sh", 1)
+        _run_as(role)
     yield
     if is_postgres() and _APP:
-        _switch(_credentials(settings.DATABASE_OWNER_URL))
+        _run_as(None)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -103,18 +128,18 @@ def _test_scope(request):
         yield
         return
     request.getfixturevalue("_django_db_helper")
-    value = rls.ALL_TEAMS if request.node.get_closest_marker("all_teams") else ""
+    from tests import scoping
+
     # Set for the connection (not the transaction), so that it holds in tests with real transactions as well.
-    with connections["default"].cursor() as cursor:
-        cursor.execute("SELECT set_config(%s, %s, false)", [rls.SETTING, value])
+    if request.node.get_closest_marker("all_teams"):
+        scoping.set_state(scoping.test_code_role(), rls.ALL_TEAMS, local=False)
+    else:
+        scoping.set_state(scoping.app_role(), "", local=False)
     yield
     conn = connections["default"]
     if conn.connection is not None and not conn.needs_rollback:
-        try:
-            with conn.cursor() as cursor:
-                cursor.execute("SELECT set_config(%s, '', false)", [rls.SETTING])
-        except Exception:  # noqa: BLE001 - the connection may already be closed or broken by the test
-            pass
+        with contextlib.suppress(Exception):  # the connection may already be closed or broken by the test
+            scoping.set_state(scoping.app_role(), "", local=False)
 
 
 def pytest_configure(config):

@@ -24,7 +24,7 @@ from django.conf import settings
 
 from reviews.models import DreamRun, Proposal, ProposalEvidence, RunStatus, SessionAnalysis
 
-from .conftest import is_postgres
+from .conftest import app_credentials, is_postgres
 from .dream_sessions import ingest, mixed_corpus
 from .factories import StoreFactory, TeamFactory, make_entry
 
@@ -55,11 +55,12 @@ pytestmark = [
 
 def _env(queue: str) -> dict:
     db = settings.DATABASES["default"]
+    app = app_credentials()  # the workers log in as the application role (the tests' own login is the owner's)
     env = dict(os.environ)
     env.update(
         {
-            "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
-            f"/{db['NAME']}",
+            "DATABASE_URL": f"postgres://{app['USER']}:{app['PASSWORD']}@{db['HOST'] or '127.0.0.1'}"
+            f":{db['PORT'] or 5432}/{db['NAME']}",
             "REDIS_URL": REDIS_URL,
             "DREAMWEB_CELERY_QUEUE": queue,
             # A task held by a dead worker goes back to the queue after 8 s; workers look every second.

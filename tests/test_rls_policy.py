@@ -7,6 +7,7 @@ from django.db import DatabaseError, connection, transaction
 from dreamweb import rls
 from tests.conftest import is_postgres
 from tests.factories import SessionFactory, StoreFactory, TeamFactory, make_entry
+from tests.scoping import all_teams
 
 pytestmark = [
     pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature"),
@@ -34,7 +35,7 @@ def _rows(table: str, column: str) -> set[tuple[int, int]]:
 
 @pytest.fixture
 def three_teams():
-    with rls.system_scope():
+    with all_teams():
         teams = [TeamFactory(slug=f"pol-{n}") for n in "abc"]
         for team in teams:
             store = StoreFactory(team=team, slug="s")
@@ -56,7 +57,7 @@ def test_every_policy_has_the_once_per_statement_form():
 @pytest.mark.parametrize("table, column", [("dreamweb_team", "id"), ("memory_memoryentry", "team_id")])
 def test_same_rows_as_the_per_row_form_for_every_setting(three_teams, table, column):
     a, b, c = (t.pk for t in three_teams)
-    with rls.system_scope():
+    with all_teams():
         everything = _rows(table, column)
     assert {team for _, team in everything} >= {a, b, c}
     settings = ["", "*", f"{a}", f"{b}", f"{a},{c}", f" {b} , {c}", f"{a},{b},{c}", "999999999"]

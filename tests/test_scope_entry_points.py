@@ -13,7 +13,6 @@ import json
 
 import pytest
 from django.core.management import call_command
-from django.test import override_settings
 
 from dreamweb import rls
 from dreamweb.tenancy import TeamQuerySet
@@ -21,10 +20,9 @@ from memory.models import AgentSession
 from reviews import dreams, tasks
 from reviews.dreams import steps
 from reviews.models import AutonomyPolicy, DreamRun, RunStatus, SessionAnalysis
-from tests.api_support import Api, make_key
+from tests.api_support import make_key
 from tests.conftest import is_postgres
 from tests.factories import MembershipFactory, SessionFactory, StoreFactory, TeamFactory, UserFactory, make_entry
-from tests.page_support import PageClient
 from tests.scoping import all_teams, no_scope
 
 pytestmark = [
@@ -62,32 +60,26 @@ def widened(monkeypatch, *teams):
     ids = [t.pk for t in teams]
     real_set, real_scope = rls.set_scope, rls.scope
     monkeypatch.setattr(rls, "set_scope", lambda value: real_set(value if value in ("", rls.ALL_TEAMS) else ids))
+    monkeypatch.setattr(rls, "enter_member_scope", lambda user_id: real_set(ids))
+    monkeypatch.setattr(rls, "enter_key_scope", lambda prefix: real_set(ids))
     monkeypatch.setattr(rls, "team_scope", lambda team: real_scope(ids))
     yield
     monkeypatch.undo()
 
 
-def careless_selection(store, *, limit, **options):
-    """select_sessions without its team filter."""
-    return list(AgentSession.objects.order_by("external_id").values_list("pk", flat=True)[:limit])
+class CarelessSelection:
+    """select_sessions without its team filter; records what it saw. A probe (``write=False``) selects nothing,
+    so that the control run writes no row: the composite foreign keys would refuse an analysis of another team's
+    session anyway (tests/test_tenancy_wall.py)."""
 
+    def __init__(self, *, write: bool = True):
+        self.write = write
+        self.seen: list[set[str]] = []
 
-@override_settings(ROOT_URLCONF="tests.careless_urls")
-def test_page_request(teams, monkeypatch):
-    _, other, mia, _ = teams
-    client = PageClient()
-    client.force_login(mia)
-    assert client.get("/careless/page/").json() == MINE
-    with widened(monkeypatch, teams[0], other):
-        assert client.get("/careless/page/").json() == BOTH
-
-
-@override_settings(ROOT_URLCONF="tests.careless_urls")
-def test_api_key(teams, monkeypatch):
-    mine, other, _, raw = teams
-    assert Api(raw).get("/careless/api/").json() == MINE
-    with widened(monkeypatch, mine, other):
-        assert Api(raw).get("/careless/api/").json() == BOTH
+    def __call__(self, store, *, limit, **options):
+        rows = list(AgentSession.objects.order_by("external_id").values_list("external_id", "pk")[:limit])
+        self.seen.append({external_id for external_id, _ in rows})
+        return [pk for _, pk in rows] if self.write else []
 
 
 def _analysed(run_ids) -> set[str]:
@@ -97,21 +89,22 @@ def _analysed(run_ids) -> set[str]:
 
 def test_celery_task(teams, monkeypatch):
     mine, other, _, _ = teams
-    monkeypatch.setattr(steps, "select_sessions", careless_selection)
+    careless = CarelessSelection()
+    monkeypatch.setattr(steps, "select_sessions", careless)
     with all_teams():
         store = mine.stores.get()
     with no_scope():
         run = dreams.start_run(store)  # queued; its dispatch is enqueued on commit, which a test never reaches
         tasks.dispatch_run(run.pk)  # the task, as a worker runs it
-    assert _analysed([run.pk]) == {"mine-session"}
+    assert careless.seen == [{"mine-session"}] and _analysed([run.pk]) == {"mine-session"}
 
     with all_teams():
         DreamRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED)  # the store is free for the control run
+    probe = CarelessSelection(write=False)
     with widened(monkeypatch, mine, other), no_scope():
-        monkeypatch.setattr(steps, "select_sessions", careless_selection)
-        run = dreams.start_run(store)
-        tasks.dispatch_run(run.pk)
-    assert _analysed([run.pk]) == {"mine-session", "other-session"}
+        monkeypatch.setattr(steps, "select_sessions", probe)
+        tasks.dispatch_run(dreams.start_run(store).pk)
+    assert probe.seen == [{"mine-session", "other-session"}]
 
 
 def _export(team: str) -> list[str]:
@@ -132,19 +125,22 @@ def test_management_command(teams, monkeypatch):
 
 def test_beat(teams, monkeypatch, django_capture_on_commit_callbacks):
     mine, other, _, _ = teams
-    monkeypatch.setattr(steps, "select_sessions", careless_selection)
+    careless = CarelessSelection()
+    monkeypatch.setattr(steps, "select_sessions", careless)
 
-    def tick() -> dict[str, set[str]]:
+    def tick() -> list[int]:
         with no_scope(), django_capture_on_commit_callbacks(execute=True):
-            started = tasks.run_scheduled_dreams()
-        with all_teams():
-            runs = DreamRun.objects.filter(pk__in=started).select_related("team")
-            return {run.team.slug: _analysed([run.pk]) for run in runs}
+            return tasks.run_scheduled_dreams()
 
-    assert tick() == {"mine": {"mine-session"}, "another": {"other-session"}}
+    started = tick()
     with all_teams():
+        runs = {run.team.slug: run.pk for run in DreamRun.objects.filter(pk__in=started).select_related("team")}
         AutonomyPolicy.objects.update(last_scheduled_at=None)
+    assert sorted(careless.seen, key=sorted) == [{"mine-session"}, {"other-session"}]
+    assert _analysed([runs["mine"]]) == {"mine-session"} and _analysed([runs["another"]]) == {"other-session"}
+
+    probe = CarelessSelection(write=False)
     with widened(monkeypatch, mine, other):
-        monkeypatch.setattr(steps, "select_sessions", careless_selection)
-        leaked = tick()
-    assert {"mine-session", "other-session"} <= leaked["mine"]
+        monkeypatch.setattr(steps, "select_sessions", probe)
+        tick()
+    assert probe.seen == [{"mine-session", "other-session"}] * 2

@@ -6,6 +6,7 @@ from django.db import DatabaseError, connection, transaction
 from dreamweb import rls
 from tests.conftest import is_postgres
 from tests.factories import SessionFactory, StoreFactory, TeamFactory, make_entry
+from tests.scoping import all_teams
 
 pytestmark = [
     pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature"),
@@ -21,7 +22,7 @@ def _count(table: str) -> int:
 
 @pytest.fixture
 def two_teams():
-    with rls.system_scope():
+    with all_teams():
         a, b = TeamFactory(slug="rls-a"), TeamFactory(slug="rls-b")
         sa, sb = StoreFactory(team=a, slug="s"), StoreFactory(team=b, slug="s")
         make_entry(sa, key="a-entry")

@@ -52,9 +52,22 @@ class _RunInfo:
     options: dict
 
 
+def run_team_id(run_id: int) -> int | None:
+    """The team of a dream run: a task gets only the run's id, and the database answers this one question across
+    teams with the team's id (reviews migration 0005)."""
+    if not rls.is_postgres():
+        return DreamRun.objects.filter(pk=run_id).values_list("team_id", flat=True).first()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT dreamweb_run_team(%s)", [run_id])
+        return cursor.fetchone()[0]
+
+
 def _info(run_id: int) -> _RunInfo | None:
-    # The run's team is looked up across teams (trusted code); everything else happens inside that team's scope.
-    with rls.system_scope():
+    # Everything, the run's own row included, is read inside the run's team's scope.
+    team_id = run_team_id(run_id)
+    if team_id is None:
+        return None
+    with rls.team_scope(team_id):
         row = (
             DreamRun.objects.filter(pk=run_id)
             .values_list("team_id", "status", "analyzer", "dry_run", "options")

@@ -4,8 +4,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import validate_slug
 
-from dreamweb import rls
 from dreamweb.models import Team
+from dreamweb.services import create_team
 
 
 class Command(BaseCommand):
@@ -22,11 +22,7 @@ class Command(BaseCommand):
             raise CommandError(f"{slug!r} is not a valid team slug: use letters, digits, '-' and '_'") from exc
         if len(slug) > Team._meta.get_field("slug").max_length:
             raise CommandError(f"team slug {slug!r} is too long")
-        # Creating a team is a cross-team act: its id is not known before the insert.
-        with rls.system_scope():
-            team, created = Team.objects.get_or_create(
-                slug=slug, defaults={"name": name or slug.replace("-", " ").title()}
-            )
+        team, created = create_team(slug, name or slug.replace("-", " ").title())
         if created:
             self.stdout.write(f"created team {team.slug} ({team.name})")
         else:

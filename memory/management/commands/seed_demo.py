@@ -20,6 +20,7 @@ from django.utils import timezone
 from dreamweb import rls
 from dreamweb.models import AgentKey, Membership, Role, Scope, Team
 from dreamweb.provenance import Author, Provenance
+from dreamweb.services import create_team
 from memory.demo import DEMO_SEED, DEMO_STORES, generate_sessions
 from memory.models import MemoryEntry, MemoryStore, Operation
 from memory.services import create_entry
@@ -78,10 +79,7 @@ class Command(BaseCommand):
     # --- pieces ------------------------------------------------------------------------------------------------
 
     def _teams(self) -> dict[str, Team]:
-        with rls.system_scope():
-            return {
-                slug: Team.objects.get_or_create(slug=slug, defaults={"name": name})[0] for slug, name in TEAMS.items()
-            }
+        return {slug: create_team(slug, name)[0] for slug, name in TEAMS.items()}
 
     def _users(self, teams) -> dict:
         User = get_user_model()

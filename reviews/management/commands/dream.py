@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from dreamweb import rls
-from dreamweb.models import Team
+from dreamweb.cli import get_team
 from memory.models import MemoryStore
 from reviews import dreams
 from reviews.analysis import registry
@@ -43,10 +43,7 @@ class Command(BaseCommand):
         if opts["max_sessions"] is not None and opts["max_sessions"] < 0:
             raise CommandError("--max-sessions must be 0 or more")
         self._log_to_stderr(opts["verbosity"])
-        with rls.system_scope():  # a team is found by slug across teams (trusted code)
-            team = Team.objects.filter(slug=opts["team"]).first()
-        if team is None:
-            raise CommandError(f"no team {opts['team']!r}")
+        team = get_team(opts["team"])
         with rls.team_scope(team.pk):
             store = MemoryStore.objects.filter(team=team, slug=opts["store"]).select_related("team").first()
         if store is None:
