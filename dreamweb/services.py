@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from . import rls
-from .models import Team
+from .models import Membership, Role, Team
 
 
 def _existing(slug: str) -> Team | None:
@@ -21,15 +21,19 @@ def _existing(slug: str) -> Team | None:
         return Team.objects.get(pk=team_id)
 
 
-def create_team(slug: str, name: str) -> tuple[Team, bool]:
-    """The team with this slug, created with this name when there is none; returns (team, created)."""
+def create_team(slug: str, name: str, *, admin=None) -> tuple[Team, bool]:
+    """The team with this slug, created with this name when there is none; returns (team, created). ``admin``: a
+    person who becomes the new team's admin (the Django admin's creator, who could not see the team otherwise)."""
     team = _existing(slug)
     if team is not None:
         return team, False
     team_id = rls.new_team_id()
     try:
         with rls.scope([team_id] if team_id is not None else ""), transaction.atomic():
-            return Team.objects.create(pk=team_id, slug=slug, name=name), True
+            team = Team.objects.create(pk=team_id, slug=slug, name=name)
+            if admin is not None:
+                Membership.objects.create(team=team, user=admin, role=Role.ADMIN)
+            return team, True
     except IntegrityError:
         team = _existing(slug)  # created by someone else meanwhile
         if team is None:
