@@ -42,6 +42,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
+    "axes",
     "dreamweb",
     "memory",
     "skills_registry",
@@ -60,6 +62,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: turns a locked-out sign-in into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dreamweb.urls"
@@ -118,6 +123,50 @@ WHITENOISE_USE_FINDERS = True
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
 
+# --- Production: HTTPS, cookies, headers (all from the environment; docs/deploy.md has the production values) -------
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and X-Forwarded-For): DREAMWEB_PROXY_COUNT=1.
+DREAMWEB_PROXY_COUNT = int(os.environ.get("DREAMWEB_PROXY_COUNT", "0"))
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if DREAMWEB_PROXY_COUNT else None
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# The compose health check and load balancers probe over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+# Content-Security-Policy on every response (django-csp): scripts, styles and everything else from this site only;
+# htmx is configured not to evaluate (base.html). Style attributes stay allowed (progress bars, the Django admin):
+# they cannot run code, and untrusted text is never rendered unescaped.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
+
+# --- Sign-in: repeated failures lock the username from that address (django-axes) -------------------------------
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(os.environ.get("DREAMWEB_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = float(os.environ.get("DREAMWEB_LOGIN_COOLOFF_MINUTES", "15")) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "dreamweb.security.client_ip"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
 # --- Tasks -------------------------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 CELERY_BROKER_URL = REDIS_URL or "memory://"
@@ -138,6 +187,16 @@ CELERY_BEAT_SCHEDULE = {
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("DREAMWEB_CELERY_QUEUE", "celery")
 # e.g. {"visibility_timeout": 3600}: how long an unacknowledged task waits before another worker gets it again.
 CELERY_BROKER_TRANSPORT_OPTIONS = json.loads(os.environ.get("DREAMWEB_BROKER_TRANSPORT_OPTIONS", "{}"))
+
+# --- Shared cache: with Redis, one cache for every process (the API's per-key rate limit counts across workers) ----
+CACHE_URL = os.environ.get("DREAMWEB_CACHE_URL", "") or REDIS_URL
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL, "KEY_PREFIX": "dreamweb"}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 
 # --- Language model ----------------------------------------------------------------------------------
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 
 import dj_database_url
 import pytest
@@ -146,6 +147,45 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "all_teams: the test code (not the code under test) sees every team's rows; see tests/scoping.py"
     )
+
+
+def chromium_path() -> str | None:
+    """The Chromium the browser tests drive: DREAMWEB_CHROMIUM, else the one on PATH (Debian: /usr/bin/chromium)."""
+    return os.environ.get("DREAMWEB_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _missing_services() -> list[str]:
+    missing = []
+    if not is_postgres():
+        missing.append("PostgreSQL (the tests would run on SQLite, without row-level security)")
+    redis_url = os.environ.get("DREAMWEB_TEST_REDIS_URL", "")
+    try:
+        import redis
+
+        redis.Redis.from_url(redis_url, socket_connect_timeout=2).ping()
+    except Exception:  # noqa: BLE001 - any failure means: no Redis for the tests
+        missing.append(f"Redis at DREAMWEB_TEST_REDIS_URL={redis_url or '(unset)'}")
+    path = chromium_path()
+    if not path or not os.access(path, os.X_OK):
+        missing.append("Chromium (set DREAMWEB_CHROMIUM or put chromium on PATH)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("Playwright (pip install -r requirements-dev.txt)")
+    return missing
+
+
+def pytest_sessionstart(session):
+    """With DREAMWEB_REQUIRE_SERVICES=1 (CI) a missing service fails the run at once instead of skipping its tests."""
+    if os.environ.get("DREAMWEB_REQUIRE_SERVICES") and not session.config.option.collectonly:
+        missing = _missing_services()
+        if missing:
+            pytest.exit("DREAMWEB_REQUIRE_SERVICES is set and these are missing: " + "; ".join(missing), returncode=1)
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = terminalreporter.stats.get("skipped", [])
+    terminalreporter.write_line(f"skipped tests: {len(skipped)}")
 
 
 from tests.personas import *  # noqa: E402,F401,F403 - personas fixtures

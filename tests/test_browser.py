@@ -14,10 +14,11 @@ import pytest
 
 from memory.models import MemoryEntry
 from reviews.models import DreamRun, Proposal, RunStatus
+from tests.conftest import chromium_path
 from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import _fast_password_hashing  # noqa: F401 - fixture
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = chromium_path() or "/usr/bin/chromium"
 # The committed screenshots are refreshed only on request (DREAMWEB_SAVE_SCREENSHOTS=1), so that an ordinary test run
 # leaves the work tree clean; otherwise they go to a scratch folder.
 SHOTS = (
@@ -38,7 +39,7 @@ pytestmark = [
     pytest.mark.all_teams,
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's Chromium at /usr/bin/chromium"),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Chromium (DREAMWEB_CHROMIUM or chromium on PATH)"),
 ]
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
