@@ -159,12 +159,13 @@ def test_codex_notify_pushes_each_rollout_once_it_has_settled(tmp_path, monkeypa
 
     pushed: list[tuple[str, bytes]] = []
     conflict = {"on": False}
+    names: dict[bytes, str] = {}  # file content -> name, to tell which rollout a request carried
 
     def api(request: httpx.Request) -> httpx.Response:
         assert request.url.params["format"] == "codex"
         if conflict["on"]:
             return httpx.Response(409, json={"detail": "another version is stored", "code": "conflict"})
-        pushed.append((request.url.params["filename"], request.content))
+        pushed.append((names[request.content], request.content))
         return httpx.Response(201, json={"created": 1, "unchanged": 0, "format": "codex"})
 
     monkeypatch.setattr(
@@ -180,6 +181,7 @@ def test_codex_notify_pushes_each_rollout_once_it_has_settled(tmp_path, monkeypa
     )
     rollout_a.write_text('{"type":"session_meta"}\n')
     rollout_b.write_text('{"type":"session_meta"}\n{"type":"turn_context"}\n')
+    names.update({rollout_a.read_bytes(): rollout_a.name, rollout_b.read_bytes(): rollout_b.name})
     now = rollout_b.stat().st_mtime
     os.utime(rollout_a, (now - 3600, now - 3600))
     turn = {"type": "agent-turn-complete", "turn-id": "1", "cwd": "/app", "input-messages": ["hi"]}
@@ -210,6 +212,7 @@ def test_codex_notify_pushes_each_rollout_once_it_has_settled(tmp_path, monkeypa
     monkeypatch.setenv("DREAMWEB_SETTLE_SECONDS", "0")
     with rollout_b.open("a") as f:
         f.write('{"type":"event_msg"}\n')
+    names[rollout_b.read_bytes()] = rollout_b.name
     codex.run({**turn, "thread-id": b}, settings, tmp_path, now=now + 1801)
     assert pushed[-1] == (rollout_b.name, rollout_b.read_bytes())
 

@@ -155,7 +155,8 @@ class DreamwebClient:
     ) -> dict:
         """Push an agent's own transcript file as it is (a Claude Code project JSONL, a Codex rollout...): the server
         converts it (``format``: auto, claude-code, codex, gemini-cli, openai-chat, anthropic-messages)."""
-        params = self._params(format=format, agent=agent, task=task, filename=filename)
+        params = self._params(format=format, agent=agent, task=task)
+        # ``filename`` only picks the content type: one JSON document (.json) or JSON lines (the rest).
         content_type = "application/json" if (filename or "").endswith(".json") else "application/x-ndjson"
         return self._request(
             "POST", "sessions/", params=params, content=data, headers={"Content-Type": content_type}
