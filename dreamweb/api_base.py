@@ -3,8 +3,6 @@ always JSON with a clear message (``{"detail": ..., "code": ...}``, plus ``error
 
 from __future__ import annotations
 
-import re
-
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse
@@ -15,6 +13,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from . import input_guard
 from .api_auth import ApiKeyAuthentication
 from .api_throttling import AgentKeyRateThrottle
 
@@ -118,41 +117,30 @@ def error_responses(*codes: int) -> dict:
     return {code: OpenApiResponse(ErrorSerializer, description=_DESCRIPTIONS[code]) for code in wanted}
 
 
-# PostgreSQL cannot store NUL in text or JSON, and lone surrogates cannot be encoded as UTF-8: refuse them as bad
-# input (400) instead of letting the database fail (500).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def unstorable_text(data, where: str = "") -> str | None:
-    """The path of the first string (or object key) in ``data`` that the database cannot store, else None."""
-    if isinstance(data, str):
-        return where or "body" if _UNSTORABLE.search(data) else None
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if isinstance(key, str) and _UNSTORABLE.search(key):
-                return f"{where}.{key!r}" if where else repr(key)
-            found = unstorable_text(value, f"{where}.{key}" if where else str(key))
-            if found:
-                return found
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            found = unstorable_text(value, f"{where}[{i}]")
-            if found:
-                return found
-    return None
-
-
-def refuse_unstorable(data) -> None:
-    where = unstorable_text(data)
-    if where:
-        raise exceptions.ValidationError({where: ["must not contain NUL characters or unpaired surrogates"]})
+def refused(exc: input_guard.Refused, *, index: int | None = None) -> exceptions.APIException:
+    """The API's answer to input the guard refused: 400, ``too_deep`` or ``invalid`` with the path in ``errors``
+    (under the item's index for a batch), or a parse error for text that is not JSON."""
+    if exc.code == "not_json":
+        return exceptions.ParseError(f"The body is {exc.message}.")
+    path = exc.path or "body"
+    errors = {path: [exc.message]}
+    where = f"[{index}] {path}" if index is not None else path
+    return InvalidInput(
+        f"Invalid input: {where}: {exc.message}",
+        code="too_deep" if exc.code == "too_deep" else "invalid",
+        extra={"errors": {str(index): errors} if index is not None else errors},
+    )
 
 
 class StrictJSONParser(JSONParser):
+    """Every JSON body of the API goes through the input guard: depth, non-finite numbers, unstorable text."""
+
     def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
-        refuse_unstorable(data)
-        return data
+        raw = stream.read() if stream is not None else b""
+        try:
+            return input_guard.loads(raw)
+        except input_guard.Refused as exc:
+            raise refused(exc) from exc
 
 
 class AgentPagination(LimitOffsetPagination):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from django.http import JsonResponse
-from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from . import errors
 from .api_base import AgentAPIView, error_responses
 from .api_permissions import IsAgent
 
@@ -50,12 +49,4 @@ class PingView(AgentAPIView):
 
 @csrf_exempt  # agents send no CSRF token; an unknown API path must be a JSON 404 for every method
 def not_found(request, path=""):
-    detail = f"No API endpoint at {request.path}."
-    if not request.path.endswith("/"):
-        try:
-            match = resolve(request.path + "/")
-        except Resolver404:
-            match = None
-        if match is not None and match.func is not not_found:
-            detail += f" Did you mean {request.path}/ (with the trailing slash)?"
-    return JsonResponse({"detail": detail, "code": "not_found"}, status=404)
+    return errors.not_found(request)

@@ -1,13 +1,33 @@
-"""Each request runs in one transaction whose row-level-security scope is the signed-in person's teams.
+"""Request middleware: the input guard's size limit, then one transaction per request whose row-level-security
+scope is the signed-in person's teams.
 
 Agent API requests start with an empty scope; the API-key authentication narrows it to the key's team once the key
 is known (see dreamweb.api_auth). Anonymous requests see no team's rows at all. Superusers are no exception: the web
 app cannot see every team at once (dreamweb.rls), so the admin shows a superuser the teams they belong to.
 """
 
+from django.conf import settings
 from django.db import transaction
 
-from . import rls
+from . import errors, rls
+
+
+class InputGuardMiddleware:
+    """Refuse a body past DREAMWEB_MAX_REQUEST_BYTES from its Content-Length, before anything reads it: 413, JSON
+    under /api/ (see dreamweb.input_guard for the rest of the guard)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        declared = request.META.get("CONTENT_LENGTH") or ""
+        if declared.isascii() and declared.isdigit():
+            limit = settings.DREAMWEB_MAX_REQUEST_BYTES
+            # Past 18 digits it is beyond any limit (and int() of a huge digit string is refused by Python).
+            size = int(declared) if len(declared) <= 18 else None
+            if size is None or size > limit:
+                return errors.too_large(request, size, limit)
+        return self.get_response(request)
 
 
 class TeamScopeMiddleware:

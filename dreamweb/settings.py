@@ -52,6 +52,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads a body: 413 past DREAMWEB_MAX_REQUEST_BYTES (JSON under /api/).
+    "dreamweb.middleware.InputGuardMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -232,6 +234,10 @@ DREAMWEB_MAX_BATCH_SESSIONS = int(os.environ.get("DREAMWEB_MAX_BATCH_SESSIONS", 
 DREAMWEB_MAX_REQUEST_BYTES = int(os.environ.get("DREAMWEB_MAX_REQUEST_BYTES", str(32 * 1024 * 1024)))
 # Django refuses bodies past this before any view runs; keep it just above the API's own limit.
 DATA_UPLOAD_MAX_MEMORY_SIZE = DREAMWEB_MAX_REQUEST_BYTES + 1024 * 1024
+# JSON nested deeper than this is refused (400) wherever it comes in: API bodies, each session, imported files.
+DREAMWEB_MAX_JSON_DEPTH = int(os.environ.get("DREAMWEB_MAX_JSON_DEPTH", "64"))
+# Largest memory entry (UTF-8 bytes of its content), whoever writes it: API, import, dream, page.
+DREAMWEB_MAX_ENTRY_BYTES = int(os.environ.get("DREAMWEB_MAX_ENTRY_BYTES", str(64 * 1024)))
 # Context served to agents: defaults and hard caps of the injection budget.
 DREAMWEB_CONTEXT_DEFAULT_ITEMS = int(os.environ.get("DREAMWEB_CONTEXT_DEFAULT_ITEMS", "20"))
 DREAMWEB_CONTEXT_MAX_ITEMS = int(os.environ.get("DREAMWEB_CONTEXT_MAX_ITEMS", "200"))

@@ -28,3 +28,9 @@ urlpatterns = [
     path("api/docs/", csp_update(DOCS_CSP)(SpectacularSwaggerSplitView.as_view(url_name="schema")), name="api-docs"),
     path("api/redoc/", csp_update(DOCS_CSP)(SpectacularRedocView.as_view(url_name="schema")), name="api-redoc"),
 ]
+
+# Under /api/ every error is JSON (dreamweb.errors); pages keep Django's error pages.
+handler400 = "dreamweb.errors.bad_request"
+handler403 = "dreamweb.errors.permission_denied"
+handler404 = "dreamweb.errors.not_found"
+handler500 = "dreamweb.errors.server_error"

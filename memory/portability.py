@@ -16,7 +16,7 @@ from django.core.validators import validate_slug
 from django.utils import timezone
 
 from .models import EntryStatus, MemoryEntry, MemoryStore, Operation, StoreKind
-from .services import Author, Provenance, create_entry, update_entry
+from .services import Author, Provenance, content_size_problem, create_entry, update_entry
 
 MAX_KEY = 200
 MAX_SCOPE = 100
@@ -89,6 +89,8 @@ def _clean_entry(i: int, raw, errors: list[str]) -> CleanEntry | None:
     content = raw.get("content")
     if not isinstance(content, str) or not content.strip():
         errors.append(f"{at}.content: is required (a non-empty string)")
+    elif problem := content_size_problem(content):
+        errors.append(f"{at}.content: {problem}")
     entry = CleanEntry(key=key.strip() if isinstance(key, str) else "", content=content or "")
     if "scope" in raw and raw["scope"] is not None:
         scope = raw["scope"]

@@ -10,6 +10,7 @@ import hashlib
 import re
 from collections.abc import Collection, Iterable, Sequence
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -75,9 +76,21 @@ def validate_key(key: str) -> str:
     return key
 
 
+def content_size_problem(content: str) -> str | None:
+    """Whether a text is past the documented size of an entry (DREAMWEB_MAX_ENTRY_BYTES, in UTF-8 bytes): an entry is
+    served inside a prompt's budget and shown on a page, so one of megabytes helps nobody."""
+    limit = settings.DREAMWEB_MAX_ENTRY_BYTES
+    if len(content) <= limit // 4:  # at most four bytes a character: no need to encode it
+        return None
+    size = len(content.encode("utf-8", "surrogatepass"))
+    return f"at most {limit} bytes (got {size}; DREAMWEB_MAX_ENTRY_BYTES)" if size > limit else None
+
+
 def validate_content(content: str) -> str:
     if not isinstance(content, str) or not content.strip():
         raise InvalidChange("content must be a non-empty string")
+    if problem := content_size_problem(content):
+        raise InvalidChange(f"content must be {problem}")
     return content
 
 

@@ -4,7 +4,6 @@ idempotent bulk ingest on (team, external_id)."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,6 +12,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+
+from dreamweb import input_guard
 
 from .models import AgentSession
 
@@ -123,36 +124,19 @@ def _check_event(i: int, ev, errors: list[str]) -> None:
         _datetime(ev, "ts", errors, where=f"{at}.ts")
 
 
-# Characters PostgreSQL text and jsonb cannot hold (NUL), and lone UTF-16 surrogates, which are not encodable as
-# UTF-8 at all (agents that cut a string in the middle of an emoji produce them). Either would fail a whole batch.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-# Strict JSON can carry them only as escapes, so a line without these is clean and needs no walk over its strings.
-_UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
-
-
-def _unstorable_at(value, path: str) -> tuple[str, str] | None:
-    """(path, character) of the first string or object key holding an unstorable character."""
-    if isinstance(value, str):
-        found = _UNSTORABLE.search(value)
-        return (path, found.group()) if found else None
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if isinstance(k, str) and (bad := _UNSTORABLE.search(k)):
-                return (f"{path or 'session'} (a key)", bad.group())
-            if found := _unstorable_at(v, f"{path}.{k}" if path else k):
-                return found
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            if found := _unstorable_at(v, f"{path}[{i}]"):
-                return found
-    return None
-
-
-def validate_session(doc, *, size: int | None = None, raw: bytes | None = None) -> CleanSession:
+def validate_session(
+    doc, *, size: int | None = None, raw: bytes | None = None, hints: input_guard.Hints | None = None
+) -> CleanSession:
     """Check one session document; return the model fields or raise SessionInvalid / SessionTooLarge.
 
-    ``raw``, the JSON text the document was parsed from, lets the check for unstorable characters (NUL, lone
-    surrogates) be skipped when the text has no escape that could carry one."""
+    The input guard's checks (nesting depth, non-finite numbers, text PostgreSQL cannot store) run on the document
+    as ``hints`` say: those of ``input_guard.parse`` when the caller parsed it so (``CHECKED`` when the caller
+    already ran them); else the hints of ``raw``, the JSON text it was parsed from; else every check."""
+    if hints is None:
+        hints = input_guard.Hints.of(raw) if raw is not None else input_guard.EVERYTHING
+    problem = input_guard.find_problem(doc, hints, root="session")
+    if problem is not None and problem.code == "too_deep":
+        raise SessionInvalid([f"{problem.path}: {problem.message}"])  # before anything else walks it
     limit = settings.DREAMWEB_MAX_SESSION_BYTES
     if size is None:
         size = len(json.dumps(doc, separators=(",", ":")).encode()) if isinstance(doc, dict) else 0
@@ -194,10 +178,8 @@ def validate_session(doc, *, size: int | None = None, raw: bytes | None = None) 
             if len(errors) >= 20:
                 errors.append("... (more errors not shown)")
                 break
-    if not errors and (raw is None or _UNSTORABLE_ESCAPE.search(raw)) and (bad := _unstorable_at(doc, "")):
-        where, char = bad
-        what = "NUL characters (\\u0000)" if char == "\x00" else f"an unpaired surrogate (\\u{ord(char):04x})"
-        errors.append(f"{where}: must not contain {what}")
+    if not errors and problem is not None:
+        errors.append(f"{problem.path}: {problem.message}")
     if errors:
         raise SessionInvalid(errors)
     extra = {k: v for k, v in doc.items() if k not in KNOWN_KEYS}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
+from dreamweb.input_guard import parse_id
+
 from .models import AutonomyPolicy, ProposalOperation, Risk
 from .services import POLICY_FIELDS
 
@@ -61,10 +63,10 @@ class IdListField(forms.Field):
 
     def to_python(self, value):
         values = value if isinstance(value, list | tuple) else ([value] if value else [])
-        try:
-            ids = sorted({int(v) for v in values})
-        except (TypeError, ValueError) as exc:
-            raise forms.ValidationError("Invalid selection.") from exc
+        parsed = {parse_id(v) for v in values}
+        if None in parsed:  # not an id at all, or beyond any id: the page was tampered with
+            raise forms.ValidationError("Invalid selection.")
+        ids = sorted(parsed)
         if len(ids) > MAX_BULK:
             raise forms.ValidationError(f"At most {MAX_BULK} cards at once.")
         return ids

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.gates import get_for_user, membership_for
+from dreamweb.input_guard import parse_int
 from dreamweb.models import Role
 from dreamweb.provenance import Author
 
@@ -105,10 +106,8 @@ def skill_versions(request, team: str, name: str):
 
 
 def _number(value, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
+    number = parse_int(value)  # 0 names "before the first version"
+    return default if number is None else number
 
 
 @login_required

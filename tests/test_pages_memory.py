@@ -194,3 +194,14 @@ def test_session_list_is_my_team_only(client, world):
     html = login(client, world.victor).get(reverse("memory:sessions")).content.decode()
     assert reverse("memory:session", args=[mine.pk]) in html
     assert reverse("memory:session", args=[theirs.pk]) not in html
+
+
+def test_revert_to_a_text_past_todays_size_limit_is_refused_with_a_message(client, world, settings):
+    entry = make_entry(world.store_a, key="k", content="x" * 200)
+    entry = update_entry(entry, base_version=1, author=Author.system(), content="short")
+    settings.DREAMWEB_MAX_ENTRY_BYTES = 100
+    client = login(client, world.alice)
+    r = client.post(reverse("memory:revert", args=[entry.pk]), {"number": 1, "base_version": 2}, follow=True)
+    assert r.status_code == 200 and "Not reverted: content must be at most 100 bytes" in r.text
+    entry.refresh_from_db()
+    assert (entry.content, entry.version) == ("short", 2)

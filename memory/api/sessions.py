@@ -9,14 +9,13 @@ external_id is already stored with other content.
 
 from __future__ import annotations
 
-import json
-
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions
 
-from dreamweb.api_base import AgentAPIView, InvalidInput, PayloadTooLarge, error_responses, refuse_unstorable
+from dreamweb import input_guard
+from dreamweb.api_base import AgentAPIView, InvalidInput, PayloadTooLarge, error_responses, refused
 from dreamweb.api_permissions import HasScope
 from memory.sessions import SessionInvalid, SessionTooLarge, validate_session
 
@@ -45,10 +44,11 @@ def _too_large(size: int, limit: int) -> PayloadTooLarge:
 
 
 def _validate(doc, *, size: int | None = None):
-    """validate_session, plus a guard: an event ``type`` that is not a string (e.g. an object) makes the validator
-    raise TypeError; for the API that is invalid input (400), not a server error."""
+    """validate_session (of a document the view already put through the input guard), plus a guard: an event
+    ``type`` that is not a string (e.g. an object) makes the validator raise TypeError; for the API that is invalid
+    input (400), not a server error."""
     try:
-        return validate_session(doc, size=size)
+        return validate_session(doc, size=size, hints=input_guard.CHECKED)
     except TypeError as exc:
         events = doc.get("events") if isinstance(doc, dict) else None
         bad = [
@@ -113,13 +113,22 @@ class SessionIngestView(AgentAPIView):
             found, cleans = session_files.file_sessions(request, raw, file_format)
             return session_files.store(self.key, cleans, format=found)
         try:
-            doc = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise exceptions.ParseError(f"The body is not valid JSON: {exc}") from exc
-
-        refuse_unstorable(doc)
-        cleans = self._validate_batch(doc) if isinstance(doc, list) else [self._validate_one(doc, size=len(raw))]
+            doc, hints = input_guard.parse(raw)
+        except input_guard.Refused as exc:
+            raise refused(exc) from exc
+        # The guard's limits hold for each session, so a batch's array does not count as a level.
+        if isinstance(doc, list):
+            cleans = self._validate_batch(doc, hints)
+        else:
+            self._guard(doc, hints)
+            cleans = [self._validate_one(doc, size=len(raw))]
         return session_files.store(self.key, cleans)
+
+    @staticmethod
+    def _guard(doc, hints: input_guard.Hints, *, index: int | None = None) -> None:
+        problem = input_guard.find_problem(doc, hints, root="session")
+        if problem is not None:
+            raise refused(problem, index=index)
 
     def _validate_one(self, doc, *, size: int | None = None):
         try:
@@ -130,7 +139,7 @@ class SessionIngestView(AgentAPIView):
             errors = field_errors(exc.errors)
             raise InvalidInput(f"Invalid session: {exc.errors[0]}", extra={"errors": errors}) from exc
 
-    def _validate_batch(self, docs: list):
+    def _validate_batch(self, docs: list, hints: input_guard.Hints):
         limit = settings.DREAMWEB_MAX_BATCH_SESSIONS
         if not docs:
             raise InvalidInput(
@@ -144,6 +153,7 @@ class SessionIngestView(AgentAPIView):
             )
         cleans, errors = [], {}
         for index, doc in enumerate(docs):
+            self._guard(doc, hints, index=index)
             try:
                 cleans.append(_validate(doc))
             except SessionTooLarge as exc:

@@ -6,10 +6,11 @@ characters when the text has no escape that could carry one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from django.conf import settings
+
+from dreamweb import input_guard
 
 from ..sessions import SessionTooLarge
 from .base import Format, Options, Parsed
@@ -32,8 +33,8 @@ def read(source: Source, options: Options) -> Iterator[Parsed]:
             yield Parsed(where, error=str(SessionTooLarge(size, limit)))
             continue
         try:
-            doc = json.loads(line.rstrip(b"\r\n"))
-        except (ValueError, UnicodeDecodeError) as exc:
+            doc, _ = input_guard.parse(line.rstrip(b"\r\n"))
+        except input_guard.Refused as exc:
             yield Parsed(where, error=json_error(exc))
             continue
         if isinstance(doc, dict):

@@ -11,9 +11,10 @@ never blamed for the command it waits on. A write that sends input stays a call 
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
+
+from dreamweb import input_guard
 
 from .base import Transcript, block_text, clean_text, mcp_name
 
@@ -33,8 +34,8 @@ def parse_output(output) -> tuple[str, int | None, str | None]:
         return block_text(output), None, None
     if output.startswith("{"):
         try:
-            wrapped = json.loads(output)
-        except ValueError:
+            wrapped = input_guard.parse(output)[0]
+        except ValueError:  # not JSON, or nested past what the parser takes (input_guard.Refused)
             wrapped = None
         if isinstance(wrapped, dict) and isinstance(wrapped.get("output"), str):
             # {"output": ..., "metadata": {"exit_code": N, "duration_seconds": s}}: apply_patch, older shell calls
@@ -84,8 +85,8 @@ def arguments(raw):
     """Call arguments as an object when they are a JSON object in a string (as the API sends them)."""
     if isinstance(raw, str):
         try:
-            parsed = json.loads(raw)
-        except ValueError:
+            parsed = input_guard.parse(raw)[0]
+        except ValueError:  # not JSON, or nested past what the parser takes (input_guard.Refused)
             return raw
         return parsed if isinstance(parsed, dict) else raw
     return raw

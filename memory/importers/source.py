@@ -13,6 +13,8 @@ from typing import BinaryIO
 
 from django.conf import settings
 
+from dreamweb import input_guard
+
 _DRAIN_CHUNK = 1 << 16
 HEAD_LINES = 8
 HEAD_BYTES = 1 << 20
@@ -46,9 +48,10 @@ def json_values(line: bytes) -> list:
     """The JSON values on one line: usually one, but a writer that lost a newline leaves two objects glued together
     (seen in a real Claude Code file), and both are kept. Raises ValueError when the line is not JSON."""
     try:
-        return [json.loads(line)]
-    except json.JSONDecodeError as exc:
-        if not exc.msg.startswith("Extra data"):
+        return [input_guard.parse(line)[0]]
+    except input_guard.Refused as exc:  # a ValueError; nesting past the parser is refused here, not a crash
+        cause = exc.__cause__
+        if not (isinstance(cause, json.JSONDecodeError) and cause.msg.startswith("Extra data")):
             raise
     text = line.decode()
     decoder = json.JSONDecoder()
@@ -62,6 +65,10 @@ def json_values(line: bytes) -> list:
 
 
 def json_error(exc: Exception) -> str:
+    if isinstance(exc, input_guard.Refused):
+        if exc.code != "not_json" or exc.__cause__ is None:
+            return str(exc)  # nested too deeply
+        exc = exc.__cause__
     if isinstance(exc, json.JSONDecodeError):
         # The decoder's own "line 1 column 45" would be confused with the file's line number.
         return f"not valid JSON: {exc.msg} (column {exc.pos + 1})"
@@ -165,11 +172,15 @@ class Source:
                 parts.append(line)
             if self._document_error is None:
                 try:
-                    self._document = json.loads(b"".join(parts))
-                except json.JSONDecodeError as exc:
-                    self._document_error = f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-                except (ValueError, UnicodeDecodeError) as exc:
-                    self._document_error = json_error(exc)
+                    self._document = input_guard.parse(b"".join(parts))[0]
+                except input_guard.Refused as exc:
+                    cause = exc.__cause__
+                    if isinstance(cause, json.JSONDecodeError):
+                        self._document_error = (
+                            f"not valid JSON: {cause.msg} (line {cause.lineno}, column {cause.colno})"
+                        )
+                    else:
+                        self._document_error = json_error(exc)
         if self._document_error is not None:
             raise ValueError(self._document_error)
         return self._document

@@ -141,6 +141,8 @@ def revert(request, pk: int):
         messages.error(request, "Not reverted: the entry changed since you opened it. Here is its latest state.")
     except services.ArchivedEntry:
         messages.error(request, f"Not reverted: version {number} is archived too. Pick an active version to restore.")
+    except services.InvalidChange as exc:  # e.g. an old text past today's size limit
+        messages.error(request, f"Not reverted: {exc}.")
     else:
         messages.success(request, f"Reverted to version {number}, saved as version {updated.version}.")
     return redirect("memory:entry", pk=entry.pk)

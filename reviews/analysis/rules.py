@@ -115,7 +115,7 @@ def _arg_text(arguments) -> str:
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # arguments are an agent's text: not always JSON, maybe nested absurdly
             return arguments[:MAX_ARG]
         arguments = parsed
     if isinstance(arguments, dict):

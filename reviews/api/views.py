@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from dreamweb.api_base import AgentAPIView, AgentListView, AgentRetrieveView, Conflict, error_responses
 from dreamweb.api_permissions import HasScope
+from dreamweb.input_guard import MAX_ID
 from memory.api.common import get_store
 from reviews.models import DreamRun, Proposal, ProposalEvidence, ProposalStatus, Risk, RunStatus
 
@@ -99,7 +100,7 @@ class ProposalFilterSerializer(serializers.Serializer):
     risk = serializers.ChoiceField(choices=Risk.values, required=False)
     operation = serializers.ChoiceField(choices=["add", "update", "remove", "merge"], required=False)
     target_kind = serializers.ChoiceField(choices=["memory", "skill"], required=False)
-    run = serializers.IntegerField(required=False, min_value=1, help_text="Dream run id.")
+    run = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID, help_text="Dream run id.")
 
 
 class RunFilterSerializer(serializers.Serializer):

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.gates import membership_for
+from dreamweb.input_guard import parse_id
 from dreamweb.models import Role
 from dreamweb.views import current_team_or_404
 from memory.models import MemoryStore
@@ -93,11 +94,7 @@ class CountedPaginator(Paginator):
 
 def store_from_next(next_url: str):
     """The store filter of the queue page a decision came from, so its counters stay about that store."""
-    query = QueryDict(urlsplit(next_url or "").query)
-    try:
-        return int(query.get("store") or 0) or None
-    except ValueError:
-        return None
+    return parse_id(QueryDict(urlsplit(next_url or "").query).get("store"))
 
 
 def counters_context(request, team, store_id=None, rows: list[dict] | None = None) -> dict:

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.gates import get_for_user
+from dreamweb.input_guard import parse_id
 from dreamweb.models import Role
 from dreamweb.views import current_team_or_404
 from memory.models import MemoryStore
@@ -30,9 +31,9 @@ def run_list(request):
     team = membership.team
     stores = list(MemoryStore.objects.for_user(request.user).filter(team=team).order_by("slug"))
     runs = DreamRun.objects.for_user(request.user).filter(team=team).select_related("store", "created_by")
-    store_id = request.GET.get("store")
-    if store_id and store_id.isdigit():
-        runs = runs.filter(store_id=int(store_id))
+    store_id = parse_id(request.GET.get("store"))  # a filter that is not an id is dropped, as on every page
+    if store_id is not None:
+        runs = runs.filter(store_id=store_id)
     page = Paginator(runs.defer(*LIST_DEFER).order_by("-created_at", "-id"), 30).get_page(request.GET.get("page"))
     return render(
         request,
@@ -40,7 +41,7 @@ def run_list(request):
         {
             "page": page,
             "stores": stores,
-            "store_id": int(store_id) if store_id and store_id.isdigit() else None,
+            "store_id": store_id,
             "can_dream": membership.allows(Role.REVIEWER),
             "team": team,
         },

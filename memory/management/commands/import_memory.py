@@ -3,12 +3,11 @@
 Imports a memory export document (contracts/memory.schema.json); see memory.portability for the merge rules.
 """
 
-import json
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from dreamweb import rls
+from dreamweb import input_guard, rls
 from dreamweb.cli import get_team
 from memory.portability import DocumentInvalid, import_document
 
@@ -25,14 +24,14 @@ class Command(BaseCommand):
         team = get_team(team)
         try:
             if path == "-":
-                doc = json.load(sys.stdin)
+                doc = input_guard.loads(sys.stdin.buffer.read())
             else:
-                with open(path, encoding="utf-8") as fh:
-                    doc = json.load(fh)
+                with open(path, "rb") as fh:
+                    doc = input_guard.loads(fh.read())
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise CommandError(f"{path} is not valid JSON: {exc}") from exc
+        except input_guard.Refused as exc:  # not JSON, nested too deeply, NaN, NUL...: said with the path at fault
+            raise CommandError(f"{path}: {exc}; nothing imported") from exc
         try:
             with rls.team_scope(team):
                 report = import_document(team, doc, store_slug=store)

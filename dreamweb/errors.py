@@ -1,0 +1,73 @@
+"""Error answers outside the views: Django's 400/403/404/500 handlers and the input guard's 413.
+
+Under /api/ every error is JSON in the API's shape (``{"detail", "code"}``), whatever raised it and whatever the
+path holds (a newline included); pages keep Django's own error pages.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpResponse, JsonResponse
+from django.urls import Resolver404, resolve
+from django.views import defaults
+
+
+def is_api(request) -> bool:
+    return request.path == "/api" or request.path.startswith("/api/")
+
+
+def api_error(status: int, detail: str, code: str, **extra) -> JsonResponse:
+    return JsonResponse({"detail": detail, "code": code, **extra}, status=status)
+
+
+def too_large(request, size: int | None, limit: int) -> HttpResponse:
+    """413 for a body past DREAMWEB_MAX_REQUEST_BYTES, before anything read it."""
+    what = f"The request body is {size} bytes" if size is not None else "The request body is too large"
+    detail = f"{what}; the limit is {limit} bytes (DREAMWEB_MAX_REQUEST_BYTES)."
+    if is_api(request):
+        return api_error(413, detail + " Send less per request.", "too_large", limit=limit)
+    return HttpResponse(
+        '<!doctype html>\n<html lang="en"><head><title>Request too large</title></head>'
+        f"<body><h1>Request too large</h1><p>{detail}</p></body></html>",
+        status=413,
+    )
+
+
+def not_found(request, exception=None) -> HttpResponse:
+    if not is_api(request):
+        return defaults.page_not_found(request, exception)
+    detail = f"No API endpoint at {request.path!r}."
+    if not request.path.endswith("/"):
+        try:
+            match = resolve(request.path + "/")
+        except Resolver404:
+            match = None
+        if match is not None and match.url_name != CATCH_ALL:
+            detail += f" Did you mean {request.path}/ (with the trailing slash)?"
+    return api_error(404, detail, "not_found")
+
+
+CATCH_ALL = "api-not-found"  # the last route of /api/v1/ (dreamweb.api_urls): not a "did you mean" target
+
+
+def bad_request(request, exception=None) -> HttpResponse:
+    if isinstance(exception, RequestDataTooBig):
+        from django.conf import settings
+
+        return too_large(request, None, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    if not is_api(request):
+        return defaults.bad_request(request, exception)
+    return api_error(400, "Bad request.", "bad_request")
+
+
+def permission_denied(request, exception=None) -> HttpResponse:
+    if not is_api(request):
+        return defaults.permission_denied(request, exception)
+    return api_error(403, "You do not have permission to perform this action.", "permission_denied")
+
+
+def server_error(request) -> HttpResponse:
+    if not is_api(request):
+        return defaults.server_error(request)
+    # The request's transaction was rolled back: nothing it would have written was kept.
+    return api_error(500, "The server failed on this request; nothing was changed. It has been logged.", "server_error")
