@@ -16,8 +16,9 @@ from memory.models import AgentSession, MemoryEntry
 from reviews.models import DreamRun
 from tests.api_support import Api, fast_passwords, keys, make_key, session_doc  # noqa: F401 - fixtures
 from tests.factories import make_entry, make_proposal
+from tests.page_support import PageClient
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
 HUGE = str(2**64)  # beyond any 64-bit id
 ENTRIES = "/api/v1/stores/eng/entries/"
@@ -201,7 +202,7 @@ def test_api_ids_out_of_range(api, world):
 
 
 def _login(world) -> Client:
-    client = Client(raise_request_exception=False)
+    client = PageClient(raise_request_exception=False)  # a 500 must show as a 500
     client.force_login(world.alice)
     return client
 
