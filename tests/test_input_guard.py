@@ -394,3 +394,33 @@ def test_import_memory_refuses_what_the_guard_refuses_with_a_clear_error(world, 
         call_command("import_memory", str(path), "--team", "team-a", stdout=io.StringIO())
     assert expected in str(refused.value)
     assert not MemoryEntry.objects.filter(key="k").exists()
+
+
+@pytest.mark.parametrize("format", ["openai-chat", "anthropic-messages", "claude-code", "codex", "dreamweb"])
+def test_transcript_files_nested_past_the_parser_are_refused_not_crashed(format):
+    """The importers of every format parse through the guard: a file (or line) too deep is a named problem."""
+    from tests.importer_support import convert
+
+    deep = "[" * 5000 + "]" * 5000
+    for text in (deep, deep + "\n" + deep + "\n"):
+        try:
+            _, docs, problems = convert(text, format=format)
+        except Exception as exc:  # noqa: BLE001 - a clear refusal of the whole file is fine, a crash is not
+            assert isinstance(exc, ValueError) and not isinstance(exc, RecursionError), exc
+            continue
+        assert docs == [] and problems, problems
+        assert not any("Recursion" in str(p) for p in problems.values())
+
+
+def test_a_transcript_file_nested_past_the_parser_is_a_json_400(api):
+    from tests.scoping import no_scope
+
+    body = ("[" * 5000 + "]" * 5000).encode()
+    with no_scope():
+        r = api.client.post(
+            "/api/v1/sessions/?format=openai-chat",
+            data=body,
+            content_type="application/json",
+            headers={"Authorization": f"Api-Key {api.raw}"},
+        )
+    assert 400 <= r.status_code < 500 and r["Content-Type"] == "application/json", r.content[:300]
