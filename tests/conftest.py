@@ -81,6 +81,10 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
         default = settings.DATABASES["default"]
         _APP.update({"USER": default["USER"], "PASSWORD": default["PASSWORD"]})
         _switch(_credentials(settings.DATABASE_OWNER_URL))
+    yield
+    if _APP:  # the settings as they were, for a second pytest run in this process (the mutation bench does that)
+        _switch(dict(_APP))
+        _APP.clear()
 
 
 @pytest.fixture(scope="session")
