@@ -13,6 +13,7 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.test import override_settings
 
 from dreamweb import rls
 from dreamweb.tenancy import TeamQuerySet
@@ -20,9 +21,10 @@ from memory.models import AgentSession
 from reviews import dreams, tasks
 from reviews.dreams import steps
 from reviews.models import AutonomyPolicy, DreamRun, RunStatus, SessionAnalysis
-from tests.api_support import make_key
+from tests.api_support import Api, make_key
 from tests.conftest import is_postgres
 from tests.factories import MembershipFactory, SessionFactory, StoreFactory, TeamFactory, UserFactory, make_entry
+from tests.page_support import PageClient
 from tests.scoping import all_teams, no_scope
 
 pytestmark = [
@@ -80,6 +82,24 @@ class CarelessSelection:
         rows = list(AgentSession.objects.order_by("external_id").values_list("external_id", "pk")[:limit])
         self.seen.append({external_id for external_id, _ in rows})
         return [pk for _, pk in rows] if self.write else []
+
+
+@override_settings(ROOT_URLCONF="tests.careless_urls")
+def test_page_request(teams, monkeypatch):
+    _, other, mia, _ = teams
+    client = PageClient()
+    client.force_login(mia)
+    assert client.get("/careless/page/").json() == MINE
+    with widened(monkeypatch, teams[0], other):
+        assert client.get("/careless/page/").json() == BOTH
+
+
+@override_settings(ROOT_URLCONF="tests.careless_urls")
+def test_api_key(teams, monkeypatch):
+    mine, other, _, raw = teams
+    assert Api(raw).get("/careless/api/").json() == MINE
+    with widened(monkeypatch, mine, other):
+        assert Api(raw).get("/careless/api/").json() == BOTH
 
 
 def _analysed(run_ids) -> set[str]:
