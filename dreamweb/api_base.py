@@ -4,7 +4,9 @@ always JSON with a clear message (``{"detail": ..., "code": ...}``, plus ``error
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.validators import RegexValidator
 from django.http import Http404
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, generics, serializers, status
 from rest_framework.pagination import LimitOffsetPagination
@@ -143,9 +145,95 @@ class StrictJSONParser(JSONParser):
             raise refused(exc) from exc
 
 
+class JSONString(serializers.CharField):
+    """A string in a JSON body: a number or a boolean is refused, not turned into text (DRF's CharField would)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class JSONBoolean(serializers.BooleanField):
+    """true or false in a JSON body: not 0, 1, "yes" or "on" (DRF's BooleanField takes those from forms)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class JSONInteger(serializers.IntegerField):
+    """A whole number in a JSON body: not a string of digits, a float or a boolean."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class AgentPagination(LimitOffsetPagination):
+    """limit / offset as the schema says: whole numbers in range, else 400 (DRF would fall back to the default)."""
+
     default_limit = 50
     max_limit = 500
+
+    def get_limit(self, request):
+        return self._number(request, self.limit_query_param, self.default_limit, 1, self.max_limit)
+
+    def get_offset(self, request):
+        return self._number(request, self.offset_query_param, 0, 0, input_guard.MAX_ID)
+
+    @staticmethod
+    def _number(request, name: str, default: int, minimum: int, maximum: int) -> int:
+        if name not in request.query_params:
+            return default
+        value = input_guard.parse_int(request.query_params[name], minimum=minimum, maximum=maximum)
+        if value is None:
+            raise exceptions.ValidationError({name: [f"must be a whole number from {minimum} to {maximum}"]})
+        return value
+
+    def get_schema_operation_parameters(self, view):
+        bounds = {self.limit_query_param: (1, self.max_limit), self.offset_query_param: (0, input_guard.MAX_ID)}
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            low, high = bounds[parameter["name"]]
+            parameter["schema"].update(minimum=low, maximum=high)
+        return parameters
+
+
+def query_parameters(request, serializer_class) -> dict:
+    """The query string, validated as the schema says: an empty value (``?store=``) is a value, refused where the
+    field does not allow blanks (400), not read as absent the way DRF reads form data."""
+    params = serializer_class(data=request.query_params.dict())
+    params.is_valid(raise_exception=True)
+    return params.validated_data
+
+
+class AgentSchema(AutoSchema):
+    """drf-spectacular's schema, plus ``body_required`` on a view whose request body is given as a raw schema (which
+    drf-spectacular never marks as required): a request without a body is then not a valid request."""
+
+    def _get_request_body(self, direction="request"):
+        body = super()._get_request_body(direction)
+        if body is not None and getattr(self.view, "body_required", False):
+            body["required"] = True
+        return body
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        """A string DRF refuses when blank is described so: at least one character that is not whitespace (DRF
+        trims whitespace, or the field's own rule refuses a blank text), unless the field has a pattern of its own."""
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if (
+            direction == "request"
+            and isinstance(field, serializers.CharField)
+            and not field.allow_blank
+            and schema.get("type") == "string"
+            and not {"pattern", "enum", "format"} & set(schema)
+            and not any(isinstance(v, RegexValidator) for v in field.validators)  # mapped to a pattern later
+        ):
+            schema.update(minLength=max(schema.get("minLength", 0), 1), pattern=r"\S")
+        return schema
 
 
 class AgentViewMixin:
@@ -156,6 +244,7 @@ class AgentViewMixin:
     parser_classes = [StrictJSONParser]
     renderer_classes = [JSONRenderer]
     pagination_class = AgentPagination
+    schema = AgentSchema()
 
     @property
     def key(self):

@@ -424,3 +424,12 @@ def test_a_transcript_file_nested_past_the_parser_is_a_json_400(api):
             headers={"Authorization": f"Api-Key {api.raw}"},
         )
     assert 400 <= r.status_code < 500 and r["Content-Type"] == "application/json", r.content[:300]
+
+
+def test_session_query_options_are_checked_whatever_the_body(api):
+    for query in ("?task=" + "t" * 101, "?agent="):
+        error = _json_error(
+            api.request("POST", "/api/v1/sessions/" + query, json.dumps(session_doc("q")).encode()), 400
+        )
+        assert list(error["errors"]) in (["task"], ["agent"])
+    assert api.post("/api/v1/sessions/?task=" + "t" * 100, session_doc("q")).status_code == 201

@@ -69,15 +69,24 @@ def none_match(request, entry: MemoryEntry) -> bool:
     return any(tag in (current, "*") for _, tag in parse_etags(request.headers.get("If-None-Match", "")))
 
 
+# If-Match as a write here must send it: one or more entity tags, each quoted, maybe weak (RFC 9110 8.8.3). `*` is
+# not one (a write must name the version it was prepared against). The schema gives the same pattern.
+ENTITY_TAGS = r'^\s*(W/)?"[^"]*"(\s*,\s*(W/)?"[^"]*")*\s*$'
+_ENTITY_TAGS = re.compile(ENTITY_TAGS)
+
+
 def if_match_versions(request, entry: MemoryEntry) -> frozenset[int]:
-    """The versions of this entry that If-Match names (428 when it names none at all). Strong comparison: a weak tag
-    never matches; a tag of another entry, or not one of ours, names no version (the write is then stale, 412)."""
+    """The versions of this entry that If-Match names (428 when it is missing or not a list of entity tags). Strong
+    comparison: a weak tag never matches; a tag of another entry, or not one of ours, names no version (the write is
+    then stale, 412)."""
     header = request.headers.get("If-Match", "").strip()
     if not header:
         raise PreconditionRequired("This write needs an If-Match header with the entry's ETag (GET the entry first).")
+    if not _ENTITY_TAGS.fullmatch(header):
+        raise PreconditionRequired(
+            'If-Match must name the entry\'s ETag as the GET returned it, quoted (`"42.3"`); `*` is not accepted.'
+        )
     tags = parse_etags(header)
-    if not tags or any(tag == "*" for _, tag in tags):
-        raise PreconditionRequired("If-Match must name the entry's ETag (as the GET returned it); `*` is not accepted.")
     versions = set()
     for weak, tag in tags:
         match = _ENTRY_TAG.fullmatch(tag)

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from dreamweb.api_base import AgentAPIView, error_responses
+from dreamweb.api_base import AgentAPIView, error_responses, query_parameters
 from dreamweb.api_permissions import HasScope
 from memory.context import build_context
 from memory.models import MemoryStore
@@ -40,9 +40,7 @@ class ContextView(AgentAPIView):
         responses={200: ContextSerializer, **error_responses(400, 404)},
     )
     def get(self, request):
-        params = ContextQuerySerializer(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        p = params.validated_data
+        p = query_parameters(request, ContextQuerySerializer)
         store = store_ref(self.key, p["store"]) if p.get("store") else None
         result = build_context(
             self.key,

@@ -8,12 +8,28 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from dreamweb.api_base import AgentAPIView, AgentListView, Conflict, PreconditionFailed, error_responses
+from dreamweb.api_base import (
+    AgentAPIView,
+    AgentListView,
+    Conflict,
+    PreconditionFailed,
+    error_responses,
+    query_parameters,
+)
 from dreamweb.api_permissions import HasScope
 from memory import services
 from memory.models import EntryStatus, MemoryEntry, MemoryStore
 
-from .common import ensure_may_write, etag, get_entry, get_store, if_match_versions, none_match, provenance_for
+from .common import (
+    ENTITY_TAGS,
+    ensure_may_write,
+    etag,
+    get_entry,
+    get_store,
+    if_match_versions,
+    none_match,
+    provenance_for,
+)
 from .serializers import EntryCreateSerializer, EntrySerializer, EntryUpdateSerializer, StoreSerializer
 
 SLUG = OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="Store slug.")
@@ -22,8 +38,9 @@ IF_MATCH = OpenApiParameter(
     "If-Match",
     OpenApiTypes.STR,
     OpenApiParameter.HEADER,
-    required=False,
-    description="The entry's ETag as read (required; 428 without it, 412 when stale).",
+    required=True,
+    pattern=ENTITY_TAGS,
+    description="The entry's ETag as read, or a list of them (428 without it or with `*`, 412 when stale).",
 )
 SESSION_HEADER = OpenApiParameter(
     "X-Session-Id", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False, description="Session external_id."
@@ -77,9 +94,7 @@ class EntryListCreateView(AgentListView):
 
     def get_queryset(self):
         store = get_store(self.key, self.kwargs["slug"])
-        filters = EntryFilterSerializer(data=self.request.query_params)
-        filters.is_valid(raise_exception=True)
-        f = filters.validated_data
+        f = query_parameters(self.request, EntryFilterSerializer)
         qs = MemoryEntry.objects.for_agent_key(self.key).filter(store=store).select_related("store")
         if f["status"] != "all":
             qs = qs.filter(status=f["status"])

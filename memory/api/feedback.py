@@ -15,15 +15,32 @@ from .entries import KEY, SLUG
 from .serializers import FeedbackResultSerializer, FeedbackSerializer
 
 
+def _request_schema() -> dict:
+    """FeedbackSerializer's fields, with its rule that exactly one of `helpful` and `score` is sent."""
+    fields = FeedbackSerializer().fields
+    return {
+        "type": "object",
+        "properties": {
+            "helpful": {"type": "boolean", "description": fields["helpful"].help_text},
+            "score": {"type": "integer", "minimum": 1, "maximum": 5, "description": fields["score"].help_text},
+            "source": {"type": "string", "maxLength": 100, "description": fields["source"].help_text},
+            "comment": {"type": "string", "maxLength": 5000},
+            "session_id": {"type": "string", "maxLength": 200},
+        },
+        "oneOf": [{"required": ["helpful"]}, {"required": ["score"]}],
+    }
+
+
 class FeedbackView(AgentAPIView):
     # Rating what it was served is part of reading memory: no write scope needed, read-only stores included.
     permission_classes = [HasScope("memory:read")]
+    body_required = True
 
     @extend_schema(
         tags=["memory"],
         summary="Rate an entry",
         parameters=[SLUG, KEY],
-        request=FeedbackSerializer,
+        request={"application/json": _request_schema()},
         responses={201: FeedbackResultSerializer, **error_responses(400, 404)},
     )
     def post(self, request, slug, key):

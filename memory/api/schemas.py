@@ -7,6 +7,9 @@ from django.conf import settings
 _DT = {"type": "string", "format": "date-time", "nullable": True}
 
 
+KNOWN_EVENTS = ("message", "tool_call", "tool_result", "memory_write")
+
+
 def _event(kind: str, required: list[str], properties: dict) -> dict:
     return {
         "type": "object",
@@ -46,6 +49,15 @@ EVENT = {
             ["content"],
             {"content": {"type": "string"}, "store": {"type": "string", "nullable": True}},
         ),
+        {
+            "type": "object",
+            "description": "Any other event type: kept verbatim, ignored by analysis.",
+            "required": ["type"],
+            "properties": {
+                "type": {"type": "string", "minLength": 1, "not": {"enum": list(KNOWN_EVENTS)}},
+                "ts": _DT,
+            },
+        },
     ]
 }
 

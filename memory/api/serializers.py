@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
+from dreamweb.api_base import JSONBoolean, JSONInteger, JSONString
 from memory.models import MemoryEntry, MemoryStore
 
 from .common import etag
 
 
 class ScopeSerializer(serializers.Serializer):
-    agent = serializers.CharField(max_length=100, allow_null=True, allow_blank=True, required=False)
-    task = serializers.CharField(max_length=100, allow_null=True, allow_blank=True, required=False)
+    agent = JSONString(max_length=100, allow_null=True, allow_blank=True, required=False)
+    task = JSONString(max_length=100, allow_null=True, allow_blank=True, required=False)
 
 
 class StoreSerializer(serializers.ModelSerializer):
@@ -62,8 +64,8 @@ class EntrySerializer(serializers.ModelSerializer):
 
 class _EntryWriteBase(serializers.Serializer):
     scope = ScopeSerializer(required=False, help_text="Omit to keep (update) or leave store-wide (create).")
-    tags = serializers.ListField(child=serializers.CharField(max_length=100), required=False, max_length=50)
-    session_id = serializers.CharField(
+    tags = serializers.ListField(child=JSONString(max_length=100), required=False, max_length=50)
+    session_id = JSONString(
         max_length=200,
         required=False,
         allow_blank=True,
@@ -76,29 +78,35 @@ class _EntryWriteBase(serializers.Serializer):
         return value
 
 
+# Not blank, no `/` (it separates the URL's parts), no tab or line break anywhere: the schema says the same.
+KEY_PATTERN = r"^[^/\r\n\t]*[^/\s][^/\r\n\t]*$"
+
+
 class EntryCreateSerializer(_EntryWriteBase):
-    key = serializers.CharField(max_length=200, help_text="Stable key within the store (no `/`).")
-    content = serializers.CharField(trim_whitespace=False)
+    key = JSONString(
+        max_length=200,
+        trim_whitespace=False,  # checked as sent (a tab at the end is refused, not trimmed away), stripped after
+        validators=[RegexValidator(KEY_PATTERN, "must be non-blank, without `/`, tabs or line breaks")],
+        help_text="Stable key within the store (no `/`).",
+    )
+    content = JSONString(trim_whitespace=False)
 
     def validate_key(self, value: str) -> str:
-        value = value.strip()
-        if not value or "/" in value or any(ch in value for ch in "\r\n\t"):
-            raise serializers.ValidationError("must be non-blank, without `/`, tabs or line breaks")
-        return value
+        return value.strip()
 
 
 class EntryUpdateSerializer(_EntryWriteBase):
     """PUT: content required; PATCH: every field optional."""
 
-    content = serializers.CharField(trim_whitespace=False)
+    content = JSONString(trim_whitespace=False)
 
 
 class FeedbackSerializer(serializers.Serializer):
-    helpful = serializers.BooleanField(required=False, help_text="true = +1, false = -1.")
-    score = serializers.IntegerField(min_value=1, max_value=5, required=False, help_text="1 to 5 (3 is neutral).")
-    source = serializers.CharField(max_length=100, required=False, allow_blank=True, help_text="e.g. agent, user.")
-    comment = serializers.CharField(max_length=5000, required=False, allow_blank=True)
-    session_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    helpful = JSONBoolean(required=False, help_text="true = +1, false = -1.")
+    score = JSONInteger(min_value=1, max_value=5, required=False, help_text="1 to 5 (3 is neutral).")
+    source = JSONString(max_length=100, required=False, allow_blank=True, help_text="e.g. agent, user.")
+    comment = JSONString(max_length=5000, required=False, allow_blank=True)
+    session_id = JSONString(max_length=200, required=False, allow_blank=True)
 
     def validate(self, attrs):
         if ("helpful" in attrs) == ("score" in attrs):

@@ -36,6 +36,7 @@ FILE_TYPES = (
     "application/octet-stream",
 )
 
+_NAME = {"type": "string", "minLength": 1, "maxLength": 100}
 PARAMETERS = [
     OpenApiParameter(
         "format",
@@ -46,8 +47,9 @@ PARAMETERS = [
             "body is one canonical session or a batch, and a file content type means `auto`."
         ),
     ),
-    OpenApiParameter("agent", OpenApiTypes.STR, description="Agent name for a file whose format names none."),
-    OpenApiParameter("task", OpenApiTypes.STR, description="Task name for sessions of the file that name none."),
+    # 1 to 100 characters, as file_options checks.
+    OpenApiParameter("agent", _NAME, description="Agent name for a file whose format names none."),
+    OpenApiParameter("task", _NAME, description="Task name for sessions of the file that name none."),
 ]
 FILE_BODY = {
     "type": "string",
@@ -70,6 +72,7 @@ class IgnoreFormatQuery(DefaultContentNegotiation):
 
 def requested_format(request) -> str | None:
     """The format of a file body, or None when the body is canonical JSON (one session or a batch)."""
+    _options(request)  # ?agent= and ?task= are checked whatever the body, as the schema describes them
     content_type, params = parse_header_parameters(request.META.get("CONTENT_TYPE") or "")
     named = request.query_params.get("format") or params.get("format")
     if named is not None:

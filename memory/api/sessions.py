@@ -61,6 +61,7 @@ def _validate(doc, *, size: int | None = None):
 
 class SessionIngestView(AgentAPIView):
     permission_classes = [HasScope("sessions:write")]
+    body_required = True
     content_negotiation_class = session_files.IgnoreFormatQuery
 
     @extend_schema(

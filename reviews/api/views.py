@@ -8,7 +8,15 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
-from dreamweb.api_base import AgentAPIView, AgentListView, AgentRetrieveView, Conflict, error_responses
+from dreamweb.api_base import (
+    AgentAPIView,
+    AgentListView,
+    AgentRetrieveView,
+    Conflict,
+    JSONBoolean,
+    error_responses,
+    query_parameters,
+)
 from dreamweb.api_permissions import HasScope
 from dreamweb.input_guard import MAX_ID
 from memory.api.common import get_store
@@ -109,22 +117,20 @@ class RunFilterSerializer(serializers.Serializer):
 
 
 class DreamTriggerSerializer(serializers.Serializer):
-    dry_run = serializers.BooleanField(default=False, help_text="Analyse and report, persist no proposals.")
-    all_sessions = serializers.BooleanField(default=False, help_text="Consider every eligible session.")
-    analyzer = serializers.CharField(max_length=100, required=False, help_text="rules (default), openai, ...")
+    dry_run = JSONBoolean(default=False, help_text="Analyse and report, persist no proposals.")
+    all_sessions = JSONBoolean(default=False, help_text="Consider every eligible session.")
+    analyzer = serializers.ChoiceField(choices=[], required=False, help_text="rules (default), openai, ...")
 
-    def validate_analyzer(self, value: str) -> str:
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         from reviews.analysis import registry
 
-        if value not in registry.names():
-            raise serializers.ValidationError(f"unknown analyzer; one of {', '.join(registry.names())}")
-        return value
+        # The analyzers this installation has (operators may add some): the schema lists them too.
+        self.fields["analyzer"].choices = registry.names()
 
 
 def _filtered(view, qs, filter_serializer):
-    params = filter_serializer(data=view.request.query_params)
-    params.is_valid(raise_exception=True)
-    f = dict(params.validated_data)
+    f = dict(query_parameters(view.request, filter_serializer))
     if "store" in f:
         qs = qs.filter(store=get_store(view.key, f.pop("store")))
     if "run" in f:
