@@ -255,17 +255,26 @@ def test_rediscovery_across_sessions():
     assert p.kind == "rediscovered_knowledge" and "config/flags/prod.yaml" in p.content and p.scope_agent == "docs-bot"
 
 
-def test_bare_lookups_only_when_distinctive():
+def test_routine_reads_are_never_lessons_however_often_they_recur():
     def reader(i, agent, path):
         return S(f"{agent}-{i}", agent).call("read_file", path, "Sev1: page the lead.").doc
 
-    # everyone reads the README: routine
-    docs = [reader(i, a, "README.md") for i in range(4) for a in ("a", "b")]
+    # one agent reads the same file in many sessions, another never does: still the work itself, not a lesson
+    docs = [reader(i, "doc-bot", "docs/escalation.md") for i in range(8)] + [filler(i, "other") for i in range(8)]
     assert run(docs).proposals == []
-    # only doc-bot keeps opening the escalation matrix: knowledge it keeps rediscovering
-    docs += [reader(i, "doc-bot", "docs/escalation.md") for i in range(4)]
-    (p,) = run(docs).proposals
-    assert "docs/escalation.md" in p.content and p.scope_agent == "doc-bot"
+
+
+def test_a_read_after_a_wrong_path_recurring_is_a_lesson():
+    def session(i):
+        s = S(f"t-{i}", "trainer").call("read_file", "README.md", "# Project").call("search", "TODO", "src/a.py:1")
+        if i % 4 == 0:
+            s.call("bash", "cat configs/hparams.yaml", "cat: configs/hparams.yaml: No such file or directory")
+            s.call("read_file", "configs/train/hparams.yaml", "lr: 0.0003\nbatch_size: 64")
+        return s.doc
+
+    (p,) = run([session(i) for i in range(20)]).proposals
+    assert p.kind == "rediscovered_knowledge" and p.prevalence_sessions == 5 and p.scope_agent == "trainer"
+    assert "`configs/train/hparams.yaml` is the place, not `configs/hparams.yaml`" in p.content
 
 
 def test_deterministic_and_stable_signatures():
@@ -322,18 +331,6 @@ def test_corrections_group_by_the_change_whatever_the_user_named():
     docs += [filler(i, agent="other") for i in range(5)]
     (p,) = run(docs).proposals
     assert p.prevalence_sessions == 5 and "poetry add requests" in p.content and p.scope_agent == "py-dev"
-
-
-def test_repeated_read_in_a_single_agent_team():
-    def session(i, read_config):
-        s = S(f"t-{i}", "trainer").call("read_file", "README.md", "# Project").call("search", "TODO", "src/a.py:1")
-        if read_config:
-            s.call("read_file", "configs/train/hparams.yaml", "lr: 0.0003\nbatch_size: 64")
-        return s.doc
-
-    docs = [session(i, i % 4 == 0) for i in range(20)]
-    (p,) = run(docs).proposals  # README and TODO are every session's orientation, not rediscovered knowledge
-    assert "configs/train/hparams.yaml" in p.content and p.prevalence_sessions == 5 and p.scope_agent == "trainer"
 
 
 def test_single_agent_habit_is_routine():
@@ -394,3 +391,60 @@ def test_abbreviated_words_are_the_same_words():
     notes = ["Ask Priya for prod DB access.", "Priya grants production database access."]
     (p,) = run(_note_docs(notes * 2)).proposals
     assert p.prevalence_sessions == 4
+
+
+# --- issue 11: judgement that generalises ---------------------------------------------------------------------------
+
+
+def _merged(memory):
+    return sorted(tuple(p.targets) for p in run([filler(0)], memory).proposals if p.operation == "merge")
+
+
+def test_a_number_spelt_out_is_the_same_fact_as_its_digits():
+    memory = [
+        mem("min", "The app supports iOS 16 and later."),
+        mem("target", "Minimum deployment target is iOS sixteen; anything newer needs an availability check."),
+        mem("android", "The Android app supports API level 26 (Android 8) and later."),
+        mem("keep-ckpt", "Keep only the last three checkpoints of a run."),
+        mem("keep-evals", "Keep evaluation outputs for thirty days."),
+    ]
+    assert _merged(memory) == [("min", "target")]
+
+
+def test_short_rules_sharing_the_words_of_their_point_are_merged_and_look_alikes_are_not():
+    memory = [
+        mem("flash", "Erase the whole flash before loading a bootloader."),
+        mem("chip", "A full chip erase is required prior to programming the bootloader."),
+        mem("airflow-owner", "The data platform group owns Airflow; page them in the platform channel."),
+        mem("dbt-owner", "Analytics engineering owns the dbt project; ask in the analytics channel."),
+        mem("sign-off", "Sign every reply with your first name and the team name."),
+        mem("voice", "Keep replies friendly and free of technical terms."),
+    ]
+    assert _merged(memory) == [("chip", "flash")]
+
+
+def test_a_wording_with_a_detail_of_one_session_joins_the_others_and_leaves_its_detail_out():
+    notes = [
+        "Submit to App Store review by Tuesday if we want to ship on Friday.",
+        "For a Friday launch the build has to be in review no later than Tuesday.",
+        "Apple review usually needs two days, so a Friday release must be submitted on Tuesday.",
+        "Learned on LUM-2290: submit for review on Tuesday to be live on Friday.",
+    ]
+    docs = [S(f"n-{i}", "captain").call("bash", "git status", "clean").note(t).doc for i, t in enumerate(notes * 2)]
+    (p,) = run(docs + [filler(i, "other") for i in range(4)]).proposals
+    assert p.prevalence_sessions == 8 and "LUM-2290" not in p.content + p.rationale
+
+
+def test_a_lesson_holds_only_what_its_sessions_share():
+    # Each session installs another package: the lesson is the change of tool, never one session's package.
+    def session(i, pkg):
+        s = S(f"p-{i}", "py-dev").call("bash", f"pip install {pkg}", "done").say("user", "No pip here, use poetry.")
+        return s.say("assistant", "OK.").call("bash", f"poetry add {pkg}", "done").doc
+
+    pkgs = ["requests", "httpx", "rich", "pendulum"]
+    (p,) = run([session(i, pkg) for i, pkg in enumerate(pkgs)] + [filler(i, "other") for i in range(4)]).proposals
+    assert "poetry add" in p.content and "pip install" in p.content
+    assert not any(pkg in p.content + p.rationale for pkg in pkgs)
+    # the same package everywhere is what the sessions share: it stays
+    (p,) = run([session(i, "requests") for i in range(4)] + [filler(i, "other") for i in range(4)]).proposals
+    assert "poetry add requests" in p.content

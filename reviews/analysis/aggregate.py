@@ -143,9 +143,13 @@ def anchors_compatible(a: frozenset, b: frozenset) -> bool:
 
 def notes_alike(a_anc, a_sal, b_anc, b_sal) -> bool:
     """Two texts state the same fact: the same concrete anchors and mostly the same words."""
-    if not anchors_compatible(a_anc, b_anc):
-        return False
     common = len(a_sal & b_sal)
+    if not anchors_compatible(a_anc, b_anc):
+        if a_anc and b_anc:
+            return False
+        # One wording adds a detail the others leave out ("Learned on LUM-2290: submit on Tuesday ..."): the same
+        # fact when the words agree well.
+        return common >= 3 and nz.overlap(a_sal, b_sal) >= 0.5
     if any("/" in x or "." in x for x in a_anc & b_anc):
         # A shared URL, host or path is a strong anchor: one shared word is enough ("send X to U" ~ "upload X to U").
         return common >= 1 and nz.overlap(a_sal, b_sal) >= 0.3
@@ -167,7 +171,16 @@ def group(sessions: list[SessionFindings]) -> list[list[Bucket]]:
             if b is None:
                 b = buckets[(fam, key)] = Bucket(fam, key)
             b.items.append((si, f))
-    ordered = sorted(buckets.values(), key=lambda b: (-len(b.items), b.family, b.key))
+    # How many note buckets use each word: the rarest words two wordings share are their topic ("Tuesday",
+    # "Friday", "review"), a better candidate block for a paraphrase than a random pick of its words.
+    note_df: Counter = Counter()
+    for b in buckets.values():
+        if b.family == "note":
+            b.features()
+            note_df.update(b.salient)
+    # Most frequent first; among equals, the wordings with fewer concrete details first, so that a wording which adds
+    # one ("Learned on LUM-2290: ...") joins the plain ones instead of leading a cluster they cannot join.
+    ordered = sorted(buckets.values(), key=lambda b: (-len(b.items), b.family, len(b.anchors), b.key))
     # Per candidate block, up to MAX_LEADERS representatives (cluster index, bucket). A bucket that joins a cluster
     # also represents it in its own blocks, so paraphrases chain ("FY begins Feb 1" ~ "fiscal year begins February
     # 1st" ~ "fiscal year starts 1 February") while each bucket is still compared with a bounded number of others.
@@ -175,11 +188,19 @@ def group(sessions: list[SessionFindings]) -> list[list[Bucket]]:
     reps: Counter = Counter()  # (block, cluster) -> representatives of that cluster in that block
     clusters: list[list[Bucket]] = []
     for b in ordered:
-        b.features()
+        if b.family != "note":
+            b.features()
         blocks = b.blocks()
+        if b.family == "note":
+            shared = sorted((w for w in b.salient if note_df[w] > 1), key=lambda w: (note_df[w], w))
+            blocks += [("note-w", w) for w in shared[:3] if ("note-w", w) not in blocks]
         home = None
+        compared: set[int] = set()
         for blk in blocks:
             for ci, rep in leaders.get(blk, ()):
+                if id(rep) in compared:
+                    continue
+                compared.add(id(rep))
                 if rep.similar(b):
                     home = ci
                     break
@@ -288,6 +309,39 @@ def _most_common(texts: list[str]) -> str:
         return ""
     best = max(counts.values())
     return min(t for t, c in counts.items() if c == best)
+
+
+_TOKEN = re.compile(r"[\w./:@=+-]+")
+ELIDED = "…"
+
+
+def _shared_wording(texts_by_session: dict[int, str]) -> str:
+    """The most common of the sessions' texts with every word that not most sessions' texts have replaced by `…`:
+    a lesson holds only what its evidence shares, never a detail of one session (a package name, a pid, a host)."""
+    texts = [t for t in texts_by_session.values() if t]
+    chosen = _most_common(texts)
+    if len(set(texts)) <= 1:
+        return chosen
+    seen: Counter = Counter()
+    for t in texts:
+        seen.update({w.lower() for w in _TOKEN.findall(t)})
+    need = len(texts) / 2
+
+    def keep(m: re.Match) -> str:
+        return m.group(0) if seen[m.group(0).lower()] > need else ELIDED
+
+    out = _TOKEN.sub(keep, chosen)
+    return re.sub(rf"{ELIDED}(?:[\s,;'\"`()\[\]]*{ELIDED})+", ELIDED, out)
+
+
+def _per_session(cluster: Cluster, field: str) -> dict[int, str]:
+    """One value of a finding field per session (the session's first), so that one chatty session does not count
+    as many."""
+    out: dict[int, str] = {}
+    for si, f in cluster.items:
+        if si not in out and f.get(field):
+            out[si] = str(f.get(field))
+    return out
 
 
 def _core_anchors(cluster: Cluster) -> frozenset:
@@ -399,18 +453,19 @@ def _describe(cluster: Cluster, sessions, n: int) -> str:
     who = _agents_label(cluster, sessions)
     head = f"Seen in {k} of {n} sessions ({who})"
     fam = cluster.family
+    old, new = _shared_wording(_per_session(cluster, "old")), _shared_wording(_per_session(cluster, "new"))
     if fam == "fix":
         errors = {nz.error_line(x.get("error") or "") for _, x in cluster.items}
         varied = (
             f", with {len(errors)} different error texts that normalise to one signature" if len(errors) > 1 else ""
         )
         if f.get("kind") == "tool_failure":
-            return f"{head}: `{f.get('old')}` failed{varied} and succeeded after `{f.get('new')}`."
-        err = trim(f.get("error") or "", 120)
-        return f"{head}: `{f.get('old')}` failed ({err}){varied}; `{f.get('new')}` then worked."
+            return f"{head}: `{old}` failed{varied} and succeeded after `{new}`."
+        err = trim(_shared_wording({si: nz.error_line(e) for si, e in _per_session(cluster, "error").items()}), 120)
+        return f"{head}: `{old}` failed ({err}){varied}; `{new}` then worked."
     if fam == "pref":
         wordings = len({x.get("summary") for _, x in cluster.items})
-        return f"{head}: the user corrected the agent from `{f.get('old')}` to `{f.get('new')}` ({wordings} wordings)."
+        return f"{head}: the user corrected the agent from `{old}` to `{new}` ({wordings} wordings)."
     if fam == "note":
         wordings = len({x.get("summary") for _, x in cluster.items})
         src = {x.get("source_url") for _, x in cluster.items if x.get("source_url")}
@@ -418,12 +473,8 @@ def _describe(cluster: Cluster, sessions, n: int) -> str:
         said = "in one wording" if wordings == 1 else f"in {wordings} different wordings"
         return f"{head}: agents saved this in-band, {said}.{tail}"
     if fam == "where":
-        return f"{head}: agents searched for `{f.get('query')}` and then opened `{f.get('location')}`."
-    if fam == "lookup":
-        queries = sorted({x.get("query") or "" for b in cluster.buckets for _, x in b.items})
-        return (
-            f"{head}: agents looked up {', '.join(f'`{q}`' for q in queries[:4])} again and again; no other agent did."
-        )
+        query = _shared_wording(_per_session(cluster, "query"))
+        return f"{head}: agents had to look for `{query}` before opening `{f.get('location')}`."
     return head + "."
 
 
@@ -463,6 +514,29 @@ def _merge_lookups(clusters: list[Cluster]) -> list[Cluster]:
     return out
 
 
+def entries_alike(e: Entry, o: Entry) -> bool:
+    """Two memory entries state the same rule or fact, in whatever words."""
+    common = len(e.salient & o.salient)
+    if e.anchors or o.anchors:
+        if not (e.anchors and o.anchors and anchors_compatible(e.anchors, o.anchors)):
+            return False
+        if common >= 2 and nz.overlap(e.salient, o.salient) >= 0.5:
+            return True
+        # The same number of the same thing, spelt differently ("supports iOS 16 and later" ~ "the minimum target
+        # is iOS sixteen"): all their numbers agree and one is counted by the same word.
+        return e.anchors == o.anchors and bool(nz.qualified_numbers(e.content) & nz.qualified_numbers(o.content))
+    # Without anchors: mostly the same words, or one entry's words all in the other ("Never force-push to main." ~
+    # "Force pushes to the main branch are forbidden."), or two short rules that share the words of their point
+    # ("Erase the whole flash before loading a bootloader." ~ "A full chip erase is required prior to programming
+    # the bootloader.").
+    if common >= 3 and (nz.jaccard(e.salient, o.salient) >= 0.7 or nz.overlap(e.salient, o.salient) >= 0.9):
+        return True
+    return common >= 2 and max(len(e.salient), len(o.salient)) <= SHORT_RULE and nz.overlap(e.salient, o.salient) >= 0.4
+
+
+SHORT_RULE = 10  # salient words of a one-line rule
+
+
 def _merge_duplicates(index: MemoryIndex, n: int) -> list[ProposalDraft]:
     """Existing entries that say the same thing (same scope, same anchors, mostly the same words)."""
     entries = index.entries
@@ -477,23 +551,16 @@ def _merge_duplicates(index: MemoryIndex, n: int) -> list[ProposalDraft]:
     blocks: dict[tuple, list[int]] = defaultdict(list)
     for i, e in enumerate(entries):
         keys = [("a", a) for a in sorted(e.anchors) if not a.isdigit()][:4]
-        keys += [("w", w) for w in nz.minhash_keys(e.salient, 3)]
+        # Every word of a short rule (two shared words can be its whole point); min-hash picks of a longer text.
+        words = sorted(e.salient) if len(e.salient) <= SHORT_RULE else nz.minhash_keys(e.salient, 3)
+        keys += [("w", w) for w in words]
+        keys += [("q", q) for q in sorted(nz.qualified_numbers(e.content))[:4]]
         for blk in keys:
             for j in blocks[blk][:MAX_LEADERS]:
                 o = entries[j]
                 if (o.scope_agent, o.scope_task) != (e.scope_agent, e.scope_task) or find(i) == find(j):
                     continue
-                common = len(e.salient & o.salient)
-                same_anchor = bool(e.anchors) and bool(o.anchors) and anchors_compatible(e.anchors, o.anchors)
-                # Without anchors: mostly the same words, or one entry's words all in the other ("Never force-push
-                # to main." ~ "Force pushes to the main branch are forbidden.").
-                alike = (same_anchor and common >= 2 and nz.overlap(e.salient, o.salient) >= 0.5) or (
-                    not e.anchors
-                    and not o.anchors
-                    and common >= 3
-                    and (nz.jaccard(e.salient, o.salient) >= 0.7 or nz.overlap(e.salient, o.salient) >= 0.9)
-                )
-                if alike:
+                if entries_alike(e, o):
                     parent[find(i)] = find(j)
             blocks[blk].append(i)
     groups: dict[int, list[Entry]] = defaultdict(list)
@@ -578,18 +645,11 @@ def _aggregate(
     agent_tasks: dict[str, Counter] = defaultdict(Counter)
     for sf in sessions:
         agent_tasks[sf.agent][sf.task] += 1
-    many_agents = len(agent_tasks) > 1
 
     clusters = []
     for buckets in group(sessions):
         items = [it for b in buckets for it in b.items]
         clusters.append(Cluster(buckets[0].family, buckets, sorted({si for si, _ in items}), items))
-
-    # Which agents performed each lookup: a lookup every agent makes is routine, not rediscovered knowledge.
-    lookup_agents: dict[str, set] = defaultdict(set)
-    for c in clusters:
-        if c.family == "lookup":
-            lookup_agents[c.leader.key].update(sessions[i].agent for i in c.sessions)
 
     proposable: list[Cluster] = []
     isolated: list[tuple[Cluster, str]] = []
@@ -611,8 +671,10 @@ def _aggregate(
         if c.family == "failure":
             isolated.append((c, "recurring failure, but no fix was seen"))
             continue
-        if c.family == "lookup" and _routine_lookup(c, lookup_agents[c.leader.key], many_agents, k / n):
-            isolated.append((c, "routine lookup (made by several agents, a habit, or a project's front page)"))
+        if c.family == "lookup":
+            # A read or search with nothing showing the agent was looking for it (no failed look first, no search
+            # whose result it then opened) is the work itself, however often it recurs.
+            isolated.append((c, "routine read or search: nothing shows the agent was looking for it"))
             continue
         proposable.append(c)
     proposable = _merge_lookups(proposable)
@@ -633,29 +695,6 @@ def _aggregate(
     result.isolated = [_isolated_row(c, sessions, reason) for c, reason in isolated[:MAX_ISOLATED]]
     result.proposals.sort(key=lambda d: (-d.prevalence_sessions, d.operation, d.signature))
     return result
-
-
-# The front pages every agent opens to get its bearings: reading them again is orientation, not rediscovery.
-ORIENTATION = re.compile(
-    r"(?i)^(?:\./)?(?:readme|changelog|changes|history|contributing|license|licence|notice|authors|todo|fixme|xxx|"
-    r"hack|index)(?:\.[a-z]{1,8})?$"
-)
-LOOKUP_PROGRAMS = {"cat", "less", "more", "head", "tail", "bat", "grep", "egrep", "rg", "ag", "ack", "find", "fd", "ls"}
-
-
-def _routine_lookup(c: Cluster, agents: set, many_agents: bool, share: float) -> bool:
-    """A lookup is knowledge worth keeping only when it is distinctive: in a team of several agents, when one agent
-    keeps making it and no other does; with a single agent (no contrast), when it is neither a habit (more than half
-    of the sessions) nor a look at the project's front page (README, CHANGELOG, TODO ...)."""
-    if many_agents:
-        return len(agents) > 1
-    if share > 0.5:
-        return True
-    query = c.items[0][1].get("query") or ""
-    toks = [t.strip("'\"") for t in nz.command_tokens(query) if not t.startswith("-")]
-    if toks and toks[0].lower() in LOOKUP_PROGRAMS:
-        toks = toks[1:]
-    return not toks or all(ORIENTATION.match(t) for t in toks)
 
 
 def _finish(draft: ProposalDraft, index: MemoryIndex, store_kind: str, allowed) -> None:
@@ -808,7 +847,7 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
         content = _note_text(c)
         kind = "note"
     elif fam in ("fix", "pref", "where"):
-        content = _most_common([x.get("summary") or "" for _, x in c.items])
+        content = _shared_wording(_per_session(c, "summary"))
         kind = {"fix": "repeated_mistake", "pref": "preference", "where": "rediscovered_knowledge"}[fam]
         if fam == "fix":
             errors = {nz.error_line(x.get("error") or "") for _, x in c.items}

@@ -28,6 +28,7 @@ NUM_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
 QUOTED_RE = re.compile(r"(['\"`])([^'\"`\n]{1,200})\1")
 WORD_RE = re.compile(r"[a-z][a-z0-9_'-]*[a-z0-9]|[a-z]", re.I)
 SPACE_RE = re.compile(r"\s+")
+IPV4_RE = re.compile(r"(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}")
 ID_RE = re.compile(r"\b(?=[a-z_-]*\d)(?=[0-9_-]*[a-z])[a-z0-9][a-z0-9_-]{2,}\b", re.I)
 
 STOPWORDS = frozenset(
@@ -114,7 +115,7 @@ def url_anchor(url: str) -> str:
 
 def is_web_anchor(anchor: str) -> bool:
     """An anchor that names a place on the network (a URL or a host, with or without a path), not a file."""
-    if "://" in anchor:
+    if "://" in anchor or IPV4_RE.fullmatch(anchor.split("/", 1)[0].split(":", 1)[0]):
         return True
     head = anchor.split("/", 1)[0]
     return bool(HOST_RE.fullmatch(head)) and head.rsplit(".", 1)[-1] not in _FILE_EXTS and not head[0].isdigit()
@@ -160,6 +161,54 @@ def anchors(text: str) -> frozenset[str]:
     rest = ID_RE.sub(" ", rest)
     for n in NUM_RE.findall(rest):
         out.add(_norm_num(n))
+    for m in NUMBER_WORD_RE.finditer(rest):
+        out.add(str(_number_word(m.group(0))))
+    return frozenset(out)
+
+
+# Numbers spelt out are the same facts as digits ("iOS sixteen" ~ "iOS 16", "thirty days" ~ "30 days"). "one" is
+# left out: it is more often a pronoun ("the new one") than a count.
+_UNITS = "zero two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+_UNITS += "eighteen nineteen"
+NUMBER_WORDS = {w: (0 if w == "zero" else i + 1) for i, w in enumerate(_UNITS.split())}
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_ONES = {"one": 1} | {w: v for w, v in NUMBER_WORDS.items() if 0 < v < 10}
+NUMBER_WORD_RE = re.compile(
+    r"(?i)(?<![\w-])(?:(?:"
+    + "|".join(_TENS)
+    + r")(?:-(?:"
+    + "|".join(_ONES)
+    + r"))?|"
+    + "|".join(NUMBER_WORDS)
+    + r")(?![\w-])"
+)
+
+
+def _number_word(word: str) -> int:
+    w = word.lower()
+    if w in NUMBER_WORDS:
+        return NUMBER_WORDS[w]
+    tens, _, ones = w.partition("-")
+    return _TENS[tens] + _ONES.get(ones, 0)
+
+
+_NUM_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[a-z][a-z0-9_'-]*[a-z0-9]|[a-z]", re.I)
+
+
+@lru_cache(maxsize=65536)
+def qualified_numbers(text: str) -> frozenset[tuple[str, str]]:
+    """Each number with the content word right before or after it, stemmed ("iOS 16" and "iOS sixteen" both give
+    (ios, 16); "30 days" gives (days, 30)): a number is only a fact together with what it counts."""
+    toks = [t.lower() for t in _NUM_TOKEN.findall(URL_RE.sub(" ", text or ""))]
+    out = set()
+    for i, t in enumerate(toks):
+        value = _norm_num(t) if t[0].isdigit() else (str(_number_word(t)) if NUMBER_WORD_RE.fullmatch(t) else "")
+        if not value:
+            continue
+        for j in (i - 1, i + 1):
+            word = toks[j] if 0 <= j < len(toks) else ""
+            if word[:1].isalpha() and word not in STOPWORDS and not NUMBER_WORD_RE.fullmatch(word):
+                out.add((stem(word), value))
     return frozenset(out)
 
 
@@ -174,7 +223,7 @@ def salient(text: str) -> frozenset[str]:
     text = PATH_RE.sub(" ", text)
     out = set()
     for w in words(text):
-        if w in STOPWORDS or len(w) < 2 or any(ch.isdigit() for ch in w):
+        if w in STOPWORDS or len(w) < 2 or any(ch.isdigit() for ch in w) or NUMBER_WORD_RE.fullmatch(w):
             continue
         for part in re.split(r"[-_']", w):
             if part and part not in STOPWORDS and len(part) > 1:
@@ -399,5 +448,5 @@ def content_key(text: str) -> str:
 
 def clear_caches() -> None:
     """Forget the memoised text functions (benchmarks call it so every run starts cold)."""
-    for fn in (stem, anchors, salient, shingles, normalize_command):
+    for fn in (stem, anchors, salient, shingles, normalize_command, qualified_numbers):
         fn.cache_clear()

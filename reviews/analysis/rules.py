@@ -192,6 +192,8 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -
     for a in actions:
         if not a.failed or not a.arg.strip():
             continue
+        if _missed(a):
+            continue  # a wrong path or an empty search: where things are (_lookups), not a command to correct
         err = nz.error_line(a.output)
         sig = nz.normalize_error(err)
         fixed = False
@@ -490,15 +492,82 @@ def _line_with(text: str, needle: str) -> str:
     return text
 
 
+# What a look that found nothing says: a wrong path, an empty search ("No files found", "0 articles found").
+NOT_FOUND = re.compile(
+    r"(?i)\b(?:no such file|(?:file|path|directory) does not exist|does not exist|doesn'?t exist|not found|"
+    r"no (?:files?|matches|match|results?|hits|articles?|entries|documents?)(?: (?:were )?found)?|"
+    r"0 (?:files?|matches|results?|hits|articles?|entries|documents?)|nothing (?:found|matched)|"
+    r"(?:could|can) ?not find|can'?t find|unable to find|did you mean)\b"
+)
+HUNT = 4  # actions between a look that found nothing and the look that found it
+
+
+def _missed(a: Action) -> bool:
+    """A read or search that found nothing: it failed, or its short output says so (tools that report a wrong path
+    or an empty search as a normal result), or a search printed nothing at all."""
+    if not (a.is_search or a.is_read) or a.web:
+        return False
+    out = a.output.strip()
+    if a.shell and (MISSING_PROGRAM.search(out) or _names_program(a, out)):
+        return False  # the tool itself is missing: a command to correct, not a place to find
+    if a.failed:
+        return True
+    if not out:
+        return a.is_search
+    lines = out.splitlines()
+    return len(lines) <= 3 and bool(NOT_FOUND.search(lines[0])) and not SEARCH_HIT.match(lines[0])
+
+
+MISSING_PROGRAM = re.compile(r"(?i)command not found|not recognized as an internal|executable file not found")
+SEARCH_HIT = re.compile(r"^\S+:\d+[:-]")
+
+
+def _names_program(a: Action, out: str) -> bool:
+    """`bash: ./run-lab.sh: No such file or directory`: the program, not what it looked at, is missing."""
+    first = nz.command_tokens(a.arg)[:1]
+    return bool(first) and bool(
+        re.search(re.escape(first[0]) + r":\s*(?:no such file|not found|permission denied)", out[:300], re.I)
+    )
+
+
+def _target(a: Action) -> str:
+    """What a look was after: a search's term, a read's path (`cat -n x.yaml` -> `x.yaml`)."""
+    if a.is_search:
+        return _search_term(a)
+    if a.shell:
+        return next((t.strip("'\"") for t in nz.command_tokens(a.arg)[1:] if not t.startswith("-")), a.arg.strip())
+    return a.arg.strip()
+
+
+def _opened(a: Action, b: Action, locs: list[str]) -> str | None:
+    """The location of a's output that b then opened (read, searched in, ran), if any."""
+    if b.failed or _missed(b):
+        return None
+    hit = next((loc for loc in locs if loc in b.arg or b.arg.strip().lstrip("./") == loc.lstrip("./")), None)
+    if hit is None and not b.shell:
+        # A tool that opens things by id (`kb_get_article KB-0192`, `get_ticket 4821`): the id the search printed.
+        arg = b.arg.strip()
+        if ID_LIKE.fullmatch(arg) and re.search(rf"(?<![\w-]){re.escape(arg)}(?![\w-])", a.output):
+            hit = arg
+    return hit
+
+
+ID_LIKE = re.compile(r"(?=[^\s]*\d)[\w][\w.:/#-]{2,80}")
+
+
 def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list[dict]:
+    """Where things are, learnt the hard way. A read or a search is knowledge worth keeping only when something shows
+    the agent did not know where to look: it searched and then opened what the search found, or it first looked in
+    the wrong place (a path that does not exist, a search that found nothing). A file read directly, or a search
+    whose answer is simply taken, is the work itself however often it recurs (a routine read is not a lesson)."""
     out = []
     for a in actions:
-        if a.pos in consumed or a.failed or not a.is_search:
+        if a.pos in consumed or a.failed or not a.is_search or _missed(a):
             continue
         locs = _locations(a.output)
         for b in actions[a.pos + 1 : a.pos + 1 + 3]:
-            hit = next((loc for loc in locs if loc in b.arg or b.arg.strip().lstrip("./") == loc.lstrip("./")), None)
-            if not hit or b.failed:
+            hit = _opened(a, b, locs)
+            if not hit:
                 continue
             consumed.update({a.pos, b.pos})
             # A listing names entries relative to the listed directory (`ls support/` -> `escalation.md`); the
@@ -507,50 +576,59 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
             hit = full if len(full) > len(hit) else hit
             if served.has_command(hit):
                 break
-            line = _line_with(a.output, hit)
-            query = _search_term(a)
-            out.append(
-                make_finding(
-                    "rediscovered_knowledge",
-                    f"where:{nz.normalize_command(query)}@{hit.lower()}",
-                    f"`{trim(query, 100)}` is in `{hit}`: agents kept searching for it (`{trim(a.text, 100)}`) "
-                    f"and then opened `{hit}` (found: {trim(line.strip(), 140)}). Go straight there.",
-                    evidence=[
-                        evidence(a.call_index, a.text, "agent"),
-                        evidence(a.result_index or a.call_index, line, a.result_trust),
-                        evidence(b.call_index, b.text, "agent"),
-                    ],
-                    confidence=0.6,
-                    query=query,
-                    location=hit,
-                    tool=a.name,
-                )
-            )
+            missed = [m for m in actions[max(0, a.pos - HUNT) : a.pos] if _missed(m)]
+            out.append(_where(a, b, hit, _search_term(a), _line_with(a.output, hit), missed))
             break
-    for a in actions:
-        if a.pos in consumed or a.failed or not (a.is_search or a.is_read) or not a.arg.strip():
+    for b in actions:
+        # Straight to the right place after a wrong one: `read pinmux.h` (no such file) ... `read board.dts`.
+        if b.pos in consumed or b.failed or _missed(b) or not b.is_read or b.web or not b.arg.strip():
             continue
-        # Fetching the same page again is not the same as not knowing where something is, and a page's text is
-        # the least trusted input there is: bare web fetches do not become "X is at Y" knowledge. Nor does any
-        # output that talks to the agents (a prompt injection).
-        if a.web or INJECTION.search(a.output):
+        missed = [m for m in actions[max(0, b.pos - HUNT) : b.pos] if _missed(m) and m.pos not in consumed]
+        if not missed or any(_target(m) == b.arg.strip() for m in missed):
             continue
-        if served.has_command(a.arg):
+        consumed.update({b.pos} | {m.pos for m in missed})
+        hit = b.arg.strip()
+        if served.has_command(hit):
             continue
-        first = next((ln.strip() for ln in a.output.splitlines() if len(nz.words(ln)) >= 2), "")
-        out.append(
-            make_finding(
-                "lookup",
-                f"lookup:{a.name}:{nz.normalize_command(a.arg)}",
-                f"`{trim(a.text, 120)}` answers a recurring question" + (f": {trim(first, 160)}" if first else "."),
-                evidence=[evidence(a.call_index, a.text, "agent")]
-                + ([evidence(a.result_index, first, a.result_trust)] if first and a.result_index is not None else []),
-                confidence=0.35,
-                query=a.arg,
-                tool=a.name,
-            )
-        )
+        first = next((ln.strip() for ln in b.output.splitlines() if len(nz.words(ln)) >= 2), "")
+        out.append(_where(missed[0], b, hit, _target(missed[0]), first, missed))
     return out
+
+
+def _where(a: Action, b: Action, hit: str, query: str, line: str, missed: list[Action]) -> dict:
+    """A finding that `query` (what the agent looked for) is at `hit`, shown by look `a` and opening `b`."""
+    tried = [m for m in missed if _target(m) and _target(m) != hit]
+    wrong = trim(_target(tried[0]), 80) if tried else ""
+    if a in missed and a.is_read:
+        # Straight from a wrong path to the right one: the path is the lesson.
+        summary = (
+            f"`{hit}` is the place, not `{wrong or query}`: agents first tried `{trim(a.text, 100)}`, which does not "
+            f"exist, before opening `{hit}`. Go straight there."
+        )
+    else:
+        how = f"`{trim(a.text, 100)}`" + (" found nothing first" if a in missed else "")
+        summary = (
+            f"`{trim(query, 100)}` is in `{hit}`" + (f" (not `{wrong}`)" if wrong else "") + f": agents had to look "
+            f"for it ({how}) before opening `{hit}`"
+            + (f" (found: {trim(line.strip(), 140)})" if line.strip() else "")
+            + ". Go straight there."
+        )
+    evidence_rows = [evidence(m.call_index, f"{m.text} -> {trim(m.output, 80)}", "agent") for m in tried[:1]]
+    evidence_rows += [evidence(a.call_index, a.text, "agent")] if a not in tried else []
+    if line and a.result_index is not None and a not in missed:
+        evidence_rows.append(evidence(a.result_index, line, a.result_trust))
+    evidence_rows.append(evidence(b.call_index, b.text, "agent"))
+    return make_finding(
+        "rediscovered_knowledge",
+        f"where:{nz.normalize_command(query)}@{hit.lower()}",
+        summary,
+        evidence=evidence_rows,
+        confidence=0.7 if missed else 0.6,
+        query=query,
+        location=hit,
+        sought=bool(missed),
+        tool=a.name,
+    )
 
 
 CODE_TOKEN = re.compile(r"`([^`\n]{3,120})`|(?<![\w-])(--?[a-z][\w-]{2,}|[A-Za-z_][A-Za-z0-9_]*=[^\s`'\"]+)", re.I)
@@ -571,6 +649,8 @@ def _source_output(note: str, actions: list[Action], before: int) -> Action | No
     for a in reversed(actions[:before]):
         if not a.output:
             continue
+        if _cites(note, a):
+            return a
         out_anchors = nz.anchors(a.output)
         if strong and strong & out_anchors:
             return a
@@ -582,6 +662,15 @@ def _source_output(note: str, actions: list[Action], before: int) -> Action | No
         if len(sal) >= 3 and common >= 3 and common / len(sal) >= (0.5 if a.web else 0.7):
             return a
     return None
+
+
+def _cites(note: str, a: Action) -> bool:
+    """The note names what the call opened (`ticket 48213`, `KB-0192`, `vendor/sdk/README.txt`): it says where it
+    comes from, so it is no more trusted than that output."""
+    if a.shell or a.failed:
+        return False
+    arg = a.arg.strip()
+    return bool(ID_LIKE.fullmatch(arg)) and bool(re.search(rf"(?<![\w-]){re.escape(arg)}(?![\w-])", note))
 
 
 def _notes(notes, actions, served: _Served) -> list[dict]:
