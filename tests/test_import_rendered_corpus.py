@@ -1,7 +1,7 @@
 """The corpus rendered as Claude Code and Codex files (bench/render_corpus.py), imported back by content, dreams
 with the very scores of the canonical corpus: the rendering is faithful to the real formats, and the import maps
-every shape back to the signals the analysis reads. Offline (bench/rules_offline.py), for the dev scenario and every
-variant."""
+every shape back to the signals the analysis reads. Offline (bench/rules_offline.py), for the dev scenario, every
+variant and every blind scenario."""
 
 from __future__ import annotations
 
@@ -15,7 +15,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from rules_offline import CORPUS, run_scenario  # noqa: E402
 
-SCENARIOS = [CORPUS / "dev-scenario.json", *sorted((ROOT / "tests" / "data").glob("scenario-variant*.json"))]
+SCENARIOS = [
+    CORPUS / "dev-scenario.json",
+    *sorted((ROOT / "tests" / "data").glob("scenario-variant*.json")),
+    *sorted((ROOT / "tests" / "data" / "blind").glob("scenario-blind-*.json")),
+]
 
 pytestmark = pytest.mark.skipif(not (CORPUS / "score.py").exists(), reason="shared corpus tools not available")
 
