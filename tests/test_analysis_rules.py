@@ -271,12 +271,12 @@ def test_a_read_or_search_with_nothing_showing_the_agent_was_looking_is_no_findi
 @pytest.mark.parametrize(
     "miss",
     [
-        ("glob", "**/ingest_orders*.py", "No files found"),
-        ("search", "runbook disk full", "No results."),
-        ("kb_search", "escalation matrix", "0 articles found"),
-        ("bash", "grep -rl warmup recipes/", ""),  # grep prints nothing when nothing matches
+        ("glob", "**/uart*.dts", "No files found"),
+        ("search", "uart2 pin mapping", "No results."),
+        ("kb_search", "uart2_tx pins", "0 articles found"),
+        ("bash", "grep -rl uart2_tx src/", ""),  # grep prints nothing when nothing matches
         ("read_file", "boards/v3/pinmux.h", "No such file or directory: boards/v3/pinmux.h"),  # reported as a result
-        ("read_file", "logging/logging.go", "File does not exist.", True),  # reported as an error
+        ("read_file", "boards/v3/board.go", "File does not exist.", True),  # reported as an error
     ],
 )
 def test_a_look_that_found_nothing_then_the_found_place_is_where_it_is(miss):
@@ -454,3 +454,115 @@ def test_arguments_sent_as_absurdly_nested_json_text_are_read_as_text():
     s.events.append({"type": "tool_call", "id": "c1", "name": "bash", "arguments": deep})
     s.events.append({"type": "tool_result", "call_id": "c1", "content": "ok", "is_error": False, "exit_code": 0})
     analyze(s.doc)  # no RecursionError
+
+
+# --- real transcripts (issue 10 item 4): what is a person, a poll, a correction, a lookup, a path ---------------------
+
+
+def _tool(s, name, args, out, error=False):
+    """A call of a real agent's tool with its own argument names (Claude Code's Edit, Read, Grep ...)."""
+    s.n += 1
+    s.events.append({"type": "tool_call", "id": f"c{s.n}", "name": name, "arguments": args})
+    s.events.append({"type": "tool_result", "call_id": f"c{s.n}", "content": out, "is_error": error})
+    return s
+
+
+def test_paths_are_the_projects_and_no_home_directory_or_account_name_is_left():
+    s = S()
+    s.doc["metadata"] = {"cwd": "/Users/ana/work/app"}
+    s.call("read_file", "/Users/ana/work/app/cfg/old.yaml", "No such file or directory", error=True)
+    _tool(s, "Read", {"file_path": "/Users/ana/work/app/cfg/prod.yaml"}, "drwx ana staff /Users/ana/.cache/x")
+    res = analyze(s.doc)
+    f = only(res, "rediscovered_knowledge")
+    assert f["location"] == "cfg/prod.yaml"
+    assert "/Users/" not in json.dumps(res.findings) and "ana" not in json.dumps(res.findings).replace("cana", "")
+
+
+def test_a_prompt_an_agent_wrote_is_never_a_persons_correction():
+    s = S().call("bash", "npm run build", "ok")
+    s.events.append({"type": "message", "role": "user", "author": "agent", "content": "No, use yarn build instead."})
+    s.call("bash", "yarn build", "ok")
+    assert kinds(analyze(s.doc)) == []
+    # the same words from a person are a correction
+    s.events[2].pop("author")
+    assert kinds(analyze(s.doc)) == ["correction"]
+
+
+def test_consecutive_steps_of_different_tools_or_files_are_never_a_correction():
+    s = _tool(S(), "TodoWrite", {"todos": "[...]"}, "ok").say("user", "Thanks! Please update CLAUDE.md too.")
+    _tool(s, "Write", {"file_path": "CLAUDE.md", "content": "# Notes"}, "ok")
+    assert kinds(analyze(s.doc)) == []
+    s = _tool(S(), "Edit", {"file_path": "src/useTodos.ts", "old_string": "a", "new_string": "b"}, "boom", error=True)
+    _tool(s, "Edit", {"file_path": "src/page.tsx", "old_string": "c", "new_string": "d"}, "ok")
+    assert "corrected_command" not in kinds(analyze(s.doc))
+
+
+def test_edit_before_read_is_a_lesson_of_the_tools_whatever_the_file():
+    def session(path):
+        s = S()
+        err = "File has not been read yet. Read it first before writing to it."
+        _tool(s, "Edit", {"file_path": path, "old_string": "x", "new_string": "y"}, err, error=True)
+        _tool(s, "Read", {"file_path": path}, "package main")
+        return _tool(s, "Edit", {"file_path": path, "old_string": "x", "new_string": "y"}, "ok")
+
+    keys = {only(analyze(session(p).doc), "tool_failure")["key"] for p in ("a/strategy.go", "b/tree.go")}
+    (key,) = keys
+    f = only(analyze(session("a/strategy.go").doc), "tool_failure")
+    assert "run `Read` on the same target first" in f["summary"] and "strategy.go" not in f["summary"]
+
+
+def test_an_edit_retried_with_more_context_is_the_lesson_not_the_file():
+    s = S()
+    err = "Found 2 matches of the string to replace, but replace_all is false.\nString: return nil"
+    _tool(s, "Edit", {"file_path": "setup.go", "old_string": "return nil", "new_string": "return err"}, err, True)
+    _tool(
+        s, "Edit", {"file_path": "setup.go", "old_string": "x()\n\treturn nil", "new_string": "x()\n\treturn err"}, "ok"
+    )
+    f = only(analyze(s.doc), "tool_failure")
+    assert "another `new_string`, `old_string` (a longer one that contains the first: more context)" in f["summary"]
+    assert "setup.go" not in f["summary"] and "corrected_command" not in kinds(analyze(s.doc))
+
+
+def test_a_declined_call_is_not_a_failure():
+    s = S()
+    no = "The user doesn't want to proceed with this tool use. The tool use was rejected."
+    _tool(s, "Edit", {"file_path": "a.go", "old_string": "x", "new_string": "y"}, no, error=True)
+    _tool(s, "Edit", {"file_path": "a.go", "old_string": "x", "new_string": "z"}, "ok")
+    assert kinds(analyze(s.doc)) == []
+
+
+LINT_FAIL = """cmd/cli/clean.go:221:3: error is not nil (line 219) but it returns nil (nilerr)
+cmd/cli/list.go:12:1: undefined: runCleanWithBranches (typecheck)
+cmd/cli/hooks_test.go:40: Hook stop output: INFO stop component=hooks
+2 issues:
+* nilerr: 1
+* typecheck: 1"""
+
+
+def test_a_check_that_reports_a_rule_and_passes_once_fixed_is_one_finding_per_rule():
+    s = S().call("bash", "mise run lint 2>&1 | tail -20", LINT_FAIL)  # the pipe hides the exit code
+    _tool(
+        s,
+        "Edit",
+        {"file_path": "cmd/cli/clean.go", "old_string": "return nil", "new_string": "return nil //nolint:nilerr // ok"},
+        "ok",
+    )
+    s.call("bash", "mise run lint", "0 issues.")
+    (f,) = analyze(s.doc).findings  # typecheck is code in progress, the test's log line is no diagnostic
+    assert f["kind"] == "tool_failure" and f["check"] is True and f["rule"] == "nilerr"
+    assert f["key"] == "check:mise run lint:rule nilerr"
+    assert "//nolint:nilerr" in f["summary"] and "clean.go" not in f["summary"]
+    # never passing again in the session: no lesson about how it was fixed
+    s = S().call("bash", "mise run lint", LINT_FAIL, error=True)
+    assert [x for x in analyze(s.doc).findings if x.get("check")] == []
+
+
+def test_enumerations_and_unrelated_reads_are_not_looking_for_a_thing():
+    s = S().call("bash", "find src -type f", "src/app/page.tsx\nsrc/app/layout.tsx")
+    s.call("read_file", "src/app/page.tsx", "export default function Page() {}")
+    assert kinds(analyze(s.doc)) == []
+    s = S().call("glob", "**/*.md", "No files found").call("read_file", "src/cli/index.ts", "#!/usr/bin/env node")
+    assert kinds(analyze(s.doc)) == []
+    s = S().call("bash", 'rg -n "func enable|enableCmd" --glob "!*.md" cmd', "cmd/cli/setup.go:40: func runEnable(")
+    s.call("read_file", "cmd/cli/setup.go", "package cli")
+    assert only(analyze(s.doc), "rediscovered_knowledge")["query"] == "func enable|enableCmd"

@@ -40,10 +40,12 @@ FAMILY = {
     "injection": "injection",
 }
 NEVER_PROPOSED = {"failure", "secret", "injection"}
-BASE_CONFIDENCE = {"fix": 0.7, "pref": 0.75, "note": 0.6, "where": 0.6, "lookup": 0.45}
+BASE_CONFIDENCE = {"check": 0.65, "fix": 0.7, "pref": 0.75, "note": 0.6, "where": 0.6, "lookup": 0.45}
 
 
 def family_of(f: dict) -> str:
+    if f.get("check") and f.get("error_signature"):
+        return "check"  # a check's diagnostic: grouped by what it reports, whatever the file
     fam = FAMILY.get(f.get("kind"), "")
     if fam == "fix" and not f.get("new"):
         return "failure"
@@ -72,6 +74,7 @@ class Bucket:
     anchors: frozenset = frozenset()
     salient: frozenset = frozenset()
     location: str = ""
+    query: frozenset = frozenset()
 
     def features(self) -> None:
         # Only what this family's similarity test needs: most buckets are one-off noise.
@@ -80,7 +83,7 @@ class Bucket:
         if fam in ("fix", "pref"):
             self.new = nz.normalize_command(f.get("new") or "")
             self.old = nz.normalize_command(f.get("old") or "")
-        if fam == "fix":
+        if fam in ("fix", "check"):
             self.sig = f.get("error_signature") or (nz.normalize_error(f["error"]) if f.get("error") else "")
         if fam == "pref":
             self.said_new = tuple(sorted(f.get("said_new") or nz.command_words(self.new) - nz.command_words(self.old)))
@@ -94,11 +97,14 @@ class Bucket:
             self.salient = nz.salient(text)
         if fam == "where":
             self.location = (f.get("location") or "").lower()
+            self.query = _query_words(f.get("query") or "")
 
     def blocks(self) -> list[tuple]:
         fam = self.family
         if fam == "fix":
             return [("fix", self.new)]
+        if fam == "check":
+            return [("check", self.sig)]
         if fam == "pref":
             # The user's words vary between sessions ("poetry" / "poetry add it" / none at all); the change the agent
             # made in response does not.
@@ -114,6 +120,8 @@ class Bucket:
         fam = self.family
         if fam != other.family:
             return False
+        if fam == "check":
+            return self.sig == other.sig
         if fam == "fix":
             if self.new != other.new:
                 return False
@@ -127,10 +135,21 @@ class Bucket:
                 nz.overlap(self.said_old, other.said_old) >= 0.5 or not (self.said_old or other.said_old)
             )
         if fam == "where":
-            return bool(self.location) and self.location == other.location
+            # The same thing sought, found in the same place. Different searches that end in one popular file are
+            # the work going through it (code navigation), not one thing the agents keep having to look for.
+            return (
+                bool(self.location)
+                and self.location == other.location
+                and (self.query == other.query or nz.jaccard(self.query, other.query) >= 0.5)
+            )
         if fam == "note":
             return notes_alike(self.anchors, self.salient, other.anchors, other.salient)
         return False
+
+
+def _query_words(query: str) -> frozenset:
+    """What a search looked for, as words: `func.*enable|enableCmd` ~ `enableCmd|func enable`."""
+    return frozenset(w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_]{2,}|\d+", query or ""))
 
 
 def anchors_compatible(a: frozenset, b: frozenset) -> bool:
@@ -454,6 +473,9 @@ def _describe(cluster: Cluster, sessions, n: int) -> str:
     head = f"Seen in {k} of {n} sessions ({who})"
     fam = cluster.family
     old, new = _shared_wording(_per_session(cluster, "old")), _shared_wording(_per_session(cluster, "new"))
+    if fam == "check":
+        said = _shared_wording(_per_session(cluster, "error"))
+        return f"{head}: `{old}` reported `{trim(said, 160)}` and passed again once the code was changed."
     if fam == "fix":
         errors = {nz.error_line(x.get("error") or "") for _, x in cluster.items}
         varied = (
@@ -761,6 +783,11 @@ def _known_or_stale(c: Cluster, index: MemoryIndex, agent: str | None) -> tuple[
 def _known_or_stale_entry(c: Cluster, index: MemoryIndex, agent: str | None) -> tuple[str, Entry | None]:
     f = c.items[0][1]
     fam = c.family
+    if fam == "check":
+        # Memory that already names the rule (`nilerr`) or the check's message knows the lesson; nothing is stale.
+        phrase = f.get("rule") or ""
+        hits = [e for e in index.mentioning(phrase) if _scope_ok(e, agent)] if phrase else []
+        return ("known", hits[0]) if hits else ("new", None)
     if fam in ("fix", "pref"):
         new, old = f.get("new") or "", f.get("old") or ""
         new_words = f.get("said_new") or []
@@ -846,9 +873,11 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
     if fam == "note":
         content = _note_text(c)
         kind = "note"
-    elif fam in ("fix", "pref", "where"):
+    elif fam in ("fix", "pref", "where", "check"):
         content = _shared_wording(_per_session(c, "summary"))
-        kind = {"fix": "repeated_mistake", "pref": "preference", "where": "rediscovered_knowledge"}[fam]
+        kind = {"fix": "repeated_mistake", "pref": "preference", "where": "rediscovered_knowledge"}.get(
+            fam, "tool_failure"
+        )
         if fam == "fix":
             errors = {nz.error_line(x.get("error") or "") for _, x in c.items}
             if f.get("kind") == "tool_failure" or len(errors) > 1:
@@ -909,6 +938,8 @@ def _key_hint(c: Cluster) -> str:
     f = c.items[0][1]
     if c.family == "fix":
         return "command-" + nz.slug(f.get("new") or "", 40)
+    if c.family == "check":
+        return "check-" + nz.slug(f.get("rule") or f.get("error_signature") or "", 40)
     if c.family == "pref":
         return "prefer-" + nz.slug(" ".join(f.get("said_new") or [f.get("new") or ""]), 40)
     if c.family in ("where", "lookup"):

@@ -283,6 +283,9 @@ _ERR_WORDS = re.compile(
 )
 
 
+ERROR_WORDS = _ERR_WORDS
+
+
 def _line_score(line: str) -> int:
     core = re.sub(r"[=_\-*#~+\s]{3,}", " ", line).strip()
     if len(words(core)) < 2:
@@ -450,3 +453,43 @@ def clear_caches() -> None:
     """Forget the memoised text functions (benchmarks call it so every run starts cold)."""
     for fn in (stem, anchors, salient, shingles, normalize_command, qualified_numbers):
         fn.cache_clear()
+
+
+# --- where the session ran ----------------------------------------------------------------------------------------
+
+HOME_RE = re.compile(r"(?:/Users/|/home/|[A-Za-z]:\\Users\\)([^/\\\s'\"`:]+)")
+# Account names that are ordinary words or machine accounts: never scrubbed as a person's name from prose.
+_GENERIC_ACCOUNTS = frozenset(
+    ("user", "users", "admin", "administrator", "root", "dev", "developer", "ubuntu", "runner", "ci", "build")
+    + ("guest", "test", "default", "shared", "me", "owner", "app", "service")
+)
+
+
+def localizer(metadata: dict | None):
+    """A function that writes a session's text as the project sees it: paths under the session's working directory
+    relative to it (`/Users/ana/src/app/cmd/x.go` -> `cmd/x.go`, so two developers' checkouts are one place), other
+    home directories as `~`, and the account name of a home directory never left in the text. Lessons are keyed on
+    and worded with what comes out of it: no home directory or person's account name reaches a proposal."""
+    meta = metadata if isinstance(metadata, dict) else {}
+    roots = sorted(
+        {r.rstrip("/\\") for r in (meta.get(k) for k in ("cwd", "repo_root", "project_root")) if isinstance(r, str)}
+        - {"", "/"},
+        key=len,
+        reverse=True,
+    )
+    names = {m.group(1) for r in roots for m in HOME_RE.finditer(r)}
+    subs = [(re.compile(re.escape(r) + r"(?:[/\\]+|(?![\w.-]))"), r) for r in roots]
+    person = [n for n in names if n.lower() not in _GENERIC_ACCOUNTS and len(n) >= 3]
+    name_re = re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, person)) + r")(?![\w-]|\.\w)") if person else None
+
+    def local(text: str) -> str:
+        if not text or not isinstance(text, str):
+            return text
+        for pat, _ in subs:
+            text = pat.sub(lambda m: "" if m.group(0)[-1:] in "/\\" else ".", text)
+        text = HOME_RE.sub("~", text)
+        if name_re is not None:
+            text = name_re.sub("<user>", text)
+        return text
+
+    return local

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import dataclass
 
 from . import normalize as nz
@@ -31,7 +32,7 @@ WEB_NAMES = re.compile(r"web|browse|browser|internet|http|url|crawl|scrape", re.
 SEARCH_TOOLS = re.compile(r"search|grep|find|glob|locate|lookup|ripgrep|^rg$|query", re.I)
 READ_TOOLS = re.compile(r"read|open|view|cat|get_file|show|fetch|browse", re.I)
 SEARCH_PROGRAMS = {"grep", "egrep", "rg", "ag", "ack", "find", "fd", "locate", "ls", "tree", "which", "whereis"}
-READ_PROGRAMS = {"cat", "less", "more", "head", "tail", "bat"}
+READ_PROGRAMS = {"cat", "less", "more", "head", "tail", "bat", "nl"}
 WEB_PROGRAMS = {"curl", "wget", "http", "https", "httpie", "lynx", "w3m"}
 
 NEGATION = re.compile(
@@ -62,6 +63,8 @@ class Action:
     result_index: int | None = None
     output: str = ""
     failed: bool = False
+    args: dict | None = None  # the call's arguments as given (localised strings), when they were an object
+    keyed: bool = True  # `arg` is one named argument (a command, a path, a query), not all of a prompt's fields
 
     @property
     def shell(self) -> bool:
@@ -105,21 +108,31 @@ class Action:
     @property
     def is_read(self) -> bool:
         if self.shell:
-            return self.program in READ_PROGRAMS
+            toks = nz.command_tokens(self.arg)
+            # `sed -n '1,80p' file` prints part of a file: a read.
+            return self.program in READ_PROGRAMS or (self.program == "sed" and "-n" in toks[1:3])
         return bool(READ_TOOLS.search(self.name)) and bool(self.arg.strip())
 
 
-def _arg_text(arguments) -> str:
-    if arguments is None:
-        return ""
+def _arguments(arguments):
+    """A call's arguments: an object when they are one (also as JSON text), else the text itself."""
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
         except (ValueError, RecursionError):  # arguments are an agent's text: not always JSON, maybe nested absurdly
-            return arguments[:MAX_ARG]
-        arguments = parsed
+            return arguments
+        return parsed if isinstance(parsed, dict) else arguments
+    return arguments
+
+
+def _arg_text(arguments, name: str = "") -> str:
+    arguments = _arguments(arguments)
+    if arguments is None:
+        return ""
     if isinstance(arguments, dict):
-        main = main_argument(arguments)
+        # A search is what it looks for (Grep's `pattern`), wherever it looks.
+        term = next((arguments[k] for k in SEARCH_KEYS if isinstance(arguments.get(k), str)), None)
+        main = term if term is not None and SEARCH_TOOLS.search(name) else main_argument(arguments)
         if main is not None:
             return main[:MAX_ARG]
         parts = [v for v in arguments.values() if isinstance(v, str | int | float) and not isinstance(v, bool)]
@@ -127,8 +140,14 @@ def _arg_text(arguments) -> str:
     return str(arguments)[:MAX_ARG]
 
 
-def _parse(events: list) -> tuple[list[Action], list[tuple[int, str, str, int]], list[tuple[int, str, int]]]:
-    """Actions in call order; messages and notes as (event_index, ..., number of actions before them)."""
+SEARCH_KEYS = ("pattern", "query", "q", "regex")
+
+
+def _parse(
+    events: list, local=lambda t: t
+) -> tuple[list[Action], list[tuple[int, str, str, int]], list[tuple[int, str, int]]]:
+    """Actions in call order; messages and notes as (event_index, ..., number of actions before them). `local`
+    rewrites every text as the project sees it (nz.localizer: paths relative to the session's directory)."""
     actions: list[Action] = []
     by_id: dict[str, Action] = {}
     messages: list[tuple[int, str, str, int]] = []
@@ -138,8 +157,12 @@ def _parse(events: list) -> tuple[list[Action], list[tuple[int, str, str, int]],
             continue
         t = ev.get("type")
         if t == "tool_call":
+            name = str(ev.get("name") or "")
+            raw = _arguments(ev.get("arguments"))
+            args = {k: local(v) if isinstance(v, str) else v for k, v in raw.items()} if isinstance(raw, dict) else None
+            keyed = not isinstance(raw, dict) or main_argument(raw) is not None or any(k in raw for k in SEARCH_KEYS)
             a = Action(
-                pos=len(actions), call_index=i, name=str(ev.get("name") or ""), arg=_arg_text(ev.get("arguments"))
+                pos=len(actions), call_index=i, name=name, arg=local(_arg_text(raw, name)), args=args, keyed=keyed
             )
             actions.append(a)
             by_id[str(ev.get("id"))] = a
@@ -148,13 +171,20 @@ def _parse(events: list) -> tuple[list[Action], list[tuple[int, str, str, int]],
             if a is None or a.result_index is not None:
                 continue
             a.result_index = i
-            a.output = str(ev.get("content") or "")
+            a.output = local(str(ev.get("content") or ""))
             code = ev.get("exit_code")
             a.failed = bool(ev.get("is_error")) or (isinstance(code, int) and code != 0)
+            if not a.failed and a.shell and FILTERED.search(a.arg) and REPORTED_FAILURE.search(a.output):
+                # `make lint 2>&1 | tail -5`: the pipe's status is the filter's; the report says the check failed.
+                a.failed = True
         elif t == "message" and isinstance(ev.get("content"), str):
-            messages.append((i, str(ev.get("role")), ev["content"], len(actions)))
+            # A "user" turn that an agent wrote (a subagent's task prompt) is not a person's: never a correction.
+            role = str(ev.get("role"))
+            if role == "user" and ev.get("author") not in (None, "", "user", "human", "person"):
+                role = "agent-prompt"
+            messages.append((i, role, local(ev["content"]), len(actions)))
         elif t == "memory_write" and isinstance(ev.get("content"), str):
-            notes.append((i, ev["content"], len(actions)))
+            notes.append((i, local(ev["content"]), len(actions)))
     return actions, messages, notes
 
 
@@ -187,14 +217,131 @@ def _err_evidence(a: Action) -> dict:
     )
 
 
-def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -> list[dict]:
+# A pipe into a text filter: the command's own exit status is lost.
+FILTERED = re.compile(r"\|\s*(?:head|tail|grep|egrep|less|more|cat|sed|awk|cut|sort|uniq|tee|wc)\b")
+# A check's report that something failed: a non-zero count of issues, a FAIL line.
+REPORTED_FAILURE = re.compile(
+    r"(?m)^\s*[1-9]\d* (?:issues?|errors?|failures?|failed|problems?|warnings? treated as errors)\b"
+    r"|^(?:FAIL|--- FAIL|FAILED|ERROR)\b|\b[1-9]\d* (?:failed|errors?)(?:,| in )"
+)
+# One diagnostic of a compiler, linter or type checker: `path:line[:col]: message`.
+DIAGNOSTIC = re.compile(r"^(?P<where>[\w./@+-]+\.[\w]+):\d+(?::\d+)?:\s*(?P<message>\S.*)$")
+# The rule a diagnostic names: `... (nilerr)`, `... [attr-defined]`.
+RULE = re.compile(r"[(\[](?P<rule>[a-z][\w-]{1,40})[)\]]\s*$")
+MAX_DIAGNOSTICS = 8
+# What a compiler says of code that does not build yet: the work in progress, one-off by nature, not a rule.
+COMPILE_ERROR = re.compile(
+    r"(?i)\b(?:undefined|undeclared|not declared|not defined|cannot use|cannot find (?:symbol|name|module)|"
+    r"assignment mismatch|syntax error|unexpected|has no (?:field|method|attribute|member|property)|missing return|"
+    r"too (?:many|few) (?:arguments|return values)|mismatched types|incompatible types?|is not assignable|"
+    r"declared and not used|imported and not used|no new variables|typecheck)\b"
+)
+_CODE = re.compile(r"`[^`]*`|'[^']*'|\"[^\"]*\"|\([^()]*\)(?!\s*$)|\b\w+[A-Z_.*/][\w.*/]*")
+
+
+def _shape(message: str) -> str:
+    """A diagnostic's kind: its message with the code it quotes (names, types, literals, numbers) taken out, so
+    `NewClient returns interface (telemetry.Client) (ireturn)` and `GetAgent returns interface (agent.Agent)
+    (ireturn)` are one kind."""
+    rule = RULE.search(message)
+    body = message[: rule.start()] if rule else message
+    body = _CODE.sub("<x>", body)
+    return nz.normalize_error(body + (f"({rule.group('rule')})" if rule else "")).replace("<x>", "…")
+
+
+def _check(cmd: str) -> str:
+    """A check command as it is run every time: without redirections and the text filters piped after it."""
+    core = re.split(r"\s*\|\s*(?:head|tail|grep|egrep|less|more|cat|sed|awk|cut|sort|uniq|tee|wc)\b", cmd)[0]
+    return nz.collapse(re.sub(r"\s*\d?>&\d|\s*2>\s*/dev/null", "", core))
+
+
+def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[list[dict], set[int]]:
+    """A check (lint, type check, build) that reports diagnostics, and passes again later in the session once the code
+    was changed: one finding per diagnostic kind (its message with the place and numbers taken out). The same
+    rule failing in many sessions is a lesson about the code this team writes (`nilerr`, `errcheck`), where a
+    diagnostic of the code being written (`undefined: runCleanWithBranches`) does not recur."""
+    out, handled = [], set()
+    for a in actions:
+        if not (a.failed and a.shell):
+            continue
+        diags = []
+        for line in a.output.splitlines():
+            m = DIAGNOSTIC.match(line.strip())
+            # A diagnostic names a rule or says what is wrong; a test's log line (`x_test.go:12: hook output: ...`)
+            # at the same place does neither.
+            said = m.group("message") if m else ""
+            if said and (RULE.search(said) or nz.ERROR_WORDS.search(said)) and not COMPILE_ERROR.search(said):
+                diags.append((m.group("where"), said.strip()))
+        if not diags:
+            continue
+        check = _check(a.arg)
+        later = next(
+            (b for b in actions[a.pos + 1 :] if b.shell and _check(b.arg) == check and not b.failed),
+            None,
+        )
+        if later is None:
+            continue  # never passed again in the session: the ordinary fix analysis may still find what replaced it
+        handled.add(a.pos)
+        used.add((a.pos, later.pos))
+        edits = [x for x in actions[a.pos + 1 : later.pos] if not x.shell and x.args and not x.failed]
+        seen: set[str] = set()
+        for where, message in diags:
+            # A linter's rule is the lesson's unit (`ireturn` fails again and again, whatever function it names).
+            named = RULE.search(message)
+            sig = f"rule {named.group('rule')}" if named else _shape(message)
+            if sig in seen or len(seen) >= MAX_DIAGNOSTICS:
+                continue
+            seen.add(sig)
+            rule = RULE.search(message)
+            fix = _fix_line(edits, rule.group("rule")) if rule else ""
+            how = f" (the fix: `{trim(fix, 120)}`)" if fix else ""
+            out.append(
+                make_finding(
+                    "tool_failure",
+                    f"check:{nz.normalize_command(check)}:{sig}",
+                    f"`{check}` reports `{trim(message, 160)}`{how}: it passed again once the code was fixed. "
+                    f"Write code that passes it, and run `{check}` before calling the work done.",
+                    evidence=[
+                        evidence(a.call_index, a.text, "agent"),
+                        evidence(a.result_index or a.call_index, f"{where}: {message}", a.result_trust),
+                        evidence(later.call_index, later.text, "agent"),
+                    ],
+                    confidence=0.6,
+                    old=check,
+                    new=f"{check} (after fixing the code)",
+                    error=message,
+                    error_signature=sig,
+                    resolved=True,
+                    tool=a.name,
+                    check=True,
+                    rule=rule.group("rule") if rule else None,
+                )
+            )
+    return out, handled
+
+
+def _fix_line(edits: list[Action], rule: str) -> str:
+    """The line an edit added that names the rule (`return nil //nolint:nilerr // expected`), if any."""
+    pat = re.compile(rf"(?<![\w-]){re.escape(rule)}(?![\w-])")
+    for e in edits:
+        for value in e.args.values():
+            if isinstance(value, str) and pat.search(value):
+                line = next((ln.strip() for ln in value.splitlines() if pat.search(ln)), "")
+                if line:
+                    return line
+    return ""
+
+
+def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], skip=frozenset()) -> list[dict]:
     out = []
     for a in actions:
-        if not a.failed or not a.arg.strip():
+        if not a.failed or not a.arg.strip() or a.pos in skip:
             continue
         if _missed(a):
             continue  # a wrong path or an empty search: where things are (_lookups), not a command to correct
-        err = nz.error_line(a.output)
+        if REJECTED.search(a.output[:300]):
+            continue  # the person declined the call: a decision (their words, if any, are a message), not a failure
+        err = _error_text(a)
         sig = nz.normalize_error(err)
         fixed = False
         window = actions[a.pos + 1 : a.pos + 1 + LOOKAHEAD]
@@ -208,8 +355,20 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -
             None,
         )
         if retry is not None:
-            # Retried unchanged and it worked: the successful step in between (if any) was the fix.
-            between = [x for x in window[:retry] if not x.failed and x.arg.strip()]
+            changed = _changed_args(a, window[retry])
+            if changed:
+                # The same call on the same target with other content (Edit's `old_string`): what changed is the fix.
+                b = window[retry]
+                if (a.pos, b.pos) not in used:
+                    used.add((a.pos, b.pos))
+                    out.append(_finding_changed(a, b, changed, err, sig))
+                continue
+            # Retried unchanged and it worked: the successful step in between (if any) was the fix. Looking around is
+            # not a fix, and a change of the code (an edit, a patch) is the work itself, not a step to remember.
+            steps = [x for x in window[:retry] if not x.failed and x.arg.strip()]
+            between = [x for x in steps if _same_target(a, x)] or [x for x in steps if not _inspection(x)]
+            if between and _edits_code(between[0]) and not _same_target(a, between[0]):
+                continue
             if between and (a.pos, between[0].pos) not in used:
                 fix = between[0]
                 used.add((a.pos, fix.pos))
@@ -217,13 +376,13 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -
                     out.append(_finding_retry(a, fix, err, sig))
             continue
         for b in window:
-            if b.name != a.name:
+            if b.name != a.name or _other_file(a, b):
                 continue
             same = nz.normalize_command(b.arg) == norm
             if same or b.failed:
                 continue
             if (a.shell and nz.similar_commands(a.arg, b.arg)) or (
-                not a.shell and nz.jaccard(nz.shingles(a.arg), nz.shingles(b.arg)) >= 0.4
+                not a.shell and a.keyed and b.keyed and nz.jaccard(nz.shingles(a.arg), nz.shingles(b.arg)) >= 0.4
             ):
                 fixed = True
                 if (a.pos, b.pos) in used:
@@ -240,6 +399,10 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -
             b = window[0]
             if (
                 b.name == a.name
+                and a.keyed
+                and b.keyed
+                and not _edits_code(a)
+                and not _other_file(a, b)
                 and not b.failed
                 and b.arg.strip()
                 and nz.normalize_command(b.arg) != norm
@@ -269,6 +432,88 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]]) -
                 )
             )
     return out
+
+
+# A call the person declined (Claude Code's permission prompt, an approval refused): not a failure of the call.
+REJECTED = re.compile(
+    r"(?i)\b(?:doesn'?t want to proceed with this tool use|tool use was rejected|(?:rejected|declined|denied) by the "
+    r"user|user (?:rejected|declined|denied) (?:this|the) (?:tool|call|command|request))"
+)
+FILE_KEYS = ("file_path", "path", "file", "filename", "notebook_path", "target_file")
+# Arguments that describe a call rather than make it (a shell's `description`, a timeout).
+INCIDENTAL_KEYS = {"description", "timeout", "run_in_background", "explanation", "justification"}
+
+
+def _error_text(a: Action) -> str:
+    """The headline of a failure: a tool's own error is its first line (an edit tool's message may quote code
+    that holds error words further down); a program's output is searched for its most telling line."""
+    if not a.shell:
+        first = next((ln.strip() for ln in a.output.splitlines() if ln.strip()), "")
+        if first:
+            return first[:300]
+    return nz.error_line(a.output)
+
+
+EDIT_TOOLS = re.compile(r"edit|write|patch|replace|insert|create_file|str_replace|notebook", re.I)
+
+
+def _edits_code(a: Action) -> bool:
+    """A call that changes files (Edit, Write, apply_patch, str_replace ...), as opposed to a command to run."""
+    return not a.shell and bool(EDIT_TOOLS.search(a.name))
+
+
+def _same_target(a: Action, b: Action) -> bool:
+    return not a.shell and not b.shell and a.arg.strip() == b.arg.strip()
+
+
+def _other_file(a: Action, b: Action) -> bool:
+    """Two calls of a file tool on different files (Edit of one file, then of another) are two pieces of work,
+    never a call and its correction."""
+    if a.shell or not a.args or not b.args:
+        return False
+    files = [next((x.args.get(k) for k in FILE_KEYS if isinstance(x.args.get(k), str)), None) for x in (a, b)]
+    return files[0] is not None and files[1] is not None and files[0] != files[1]
+
+
+def _changed_args(a: Action, b: Action) -> list[str]:
+    """The arguments a retry of the same call on the same target changed (`old_string` of an Edit)."""
+    if not a.args or not b.args:
+        return []
+    keys = sorted(set(a.args) | set(b.args))
+    return [
+        k
+        for k in keys
+        if k not in INCIDENTAL_KEYS
+        and k not in FILE_KEYS
+        and a.args.get(k) != b.args.get(k)
+        and isinstance(a.args.get(k, b.args.get(k)), str | bool | int)
+    ]
+
+
+def _finding_changed(a: Action, b: Action, changed: list[str], err: str, sig: str) -> dict:
+    """The same call retried with other content worked: the lesson is the tool's, not this file's."""
+
+    def grew(k: str) -> bool:
+        old_v, new_v = str(a.args.get(k) or ""), str(b.args.get(k) or "")
+        return bool(old_v.strip()) and old_v.strip() in new_v and len(new_v) > len(old_v)
+
+    changed = sorted(changed, key=lambda k: (not grew(k), k))
+    longer = grew(changed[0])
+    how = " (a longer one that contains the first: more context)" if longer else ""
+    keys = ", ".join(f"`{k}`" for k in changed[:3])
+    return make_finding(
+        "tool_failure",
+        f"retry:{a.name.lower()}:{sig}=>{','.join(changed[:3])}{':longer' if longer else ''}",
+        f'When `{a.name}` fails with "{trim(err, 200)}", retry the same call with another {keys}{how}.',
+        evidence=[evidence(a.call_index, a.text, "agent"), _err_evidence(a), evidence(b.call_index, b.text, "agent")],
+        confidence=0.6,
+        old=f"{a.name}: {trim(err, 100)}",
+        new=f"{a.name} with another {keys}{how}",
+        error=err,
+        error_signature=sig,
+        resolved=True,
+        tool=a.name,
+    )
 
 
 INSPECT_PROGRAMS = {"pwd", "echo", "whoami", "env", "printenv", "date", "true", "clear", "history", "id", "hostname"}
@@ -322,6 +567,22 @@ def _finding_corrected(a: Action, b: Action, err: str, sig: str) -> dict:
 
 
 def _finding_retry(a: Action, fix: Action, err: str, sig: str) -> dict:
+    if not a.shell and not fix.shell and fix.arg.strip() == a.arg.strip():
+        # The step that made the retry work was another tool on the same target (Read the file an Edit refused):
+        # the lesson is the tools', whatever the file.
+        return make_finding(
+            "tool_failure",
+            f"fix:{sig}=>{fix.name.lower()} <same target>",
+            f'When `{a.name}` fails with "{trim(err, 140)}", run `{fix.name}` on the same target first, then retry.',
+            evidence=[_err_evidence(a), evidence(fix.call_index, fix.text, "agent")],
+            confidence=0.6,
+            old=f"{a.name} <target>",
+            new=f"{fix.name} <the same target>, then {a.name}",
+            error=err,
+            error_signature=sig,
+            resolved=True,
+            tool=a.name,
+        )
     return make_finding(
         "tool_failure",
         f"fix:{sig}=>{nz.normalize_command(fix.text)}",
@@ -375,6 +636,10 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
             continue
         a, b = actions[before - 1], actions[before]
         if nz.normalize_command(a.text) == nz.normalize_command(b.text):
+            continue
+        # A correction replaces what the agent did with another way of doing it: the same tool, the same file for a
+        # file tool, and not two looks at different things (`TodoWrite` then `Write CLAUDE.md` is the next step).
+        if a.name != b.name or _other_file(a, b):
             continue
         wa, wb = nz.command_words(a.text), nz.command_words(b.text)
         old_only, new_only = wa - wb, wb - wa
@@ -461,23 +726,35 @@ def _locations(output: str) -> list[str]:
 # Flags whose value is the thing searched for (find -name X, grep -e X).
 TERM_FLAGS = {"-name", "-iname", "-path", "-regex", "-e", "--regexp", "-g", "--glob"}
 VALUE_FLAGS = {"-type", "-maxdepth", "-mindepth", "-A", "-B", "-C", "-m", "--max-count", "-t", "--type"}
+# For grep and its kin a glob only filters the files searched; the pattern is the term.
+GREP_PROGRAMS = {"grep", "egrep", "fgrep", "rg", "ag", "ack", "git"}
+GREP_TERM_FLAGS = {"-e", "--regexp"}
+GREP_VALUE_FLAGS = VALUE_FLAGS | {"-g", "--glob", "--include", "--exclude", "--type-add", "-f"}
 
 
 def _search_term(a: Action) -> str:
     """What a search looked for: the pattern of a grep/find, the query of a search tool."""
     if not a.shell:
         return a.arg.strip()
-    toks = nz.command_tokens(a.arg)
-    rest = toks[2:] if nz.program(a.arg) == "git" else toks[1:]
+    try:
+        toks = shlex.split(a.arg)  # `rg -n "func enable|enableCmd" src` keeps its pattern whole
+        toks = toks[: toks.index("|")] if "|" in toks else toks
+    except ValueError:
+        toks = nz.command_tokens(a.arg)
+    prog = nz.program(a.arg)
+    rest = toks[2:] if prog == "git" else toks[1:]
+    if prog in ("find", "tree") and not any(t in TERM_FLAGS for t in rest):
+        return ""  # `find src -type f`, `tree .`: everything under a folder, not one thing
+    terms, values = (GREP_TERM_FLAGS, GREP_VALUE_FLAGS) if prog in GREP_PROGRAMS else (TERM_FLAGS, VALUE_FLAGS)
     for i, t in enumerate(rest):
-        if t in TERM_FLAGS and i + 1 < len(rest):
+        if t in terms and i + 1 < len(rest):
             return rest[i + 1].strip("'\"")
     skip = False
     for t in rest:
         if skip:
             skip = False
             continue
-        if t in VALUE_FLAGS:
+        if t in values:
             skip = True
             continue
         if not t.startswith("-"):
@@ -485,10 +762,15 @@ def _search_term(a: Action) -> str:
     return a.arg.strip()
 
 
+LISTING_LINE = re.compile(r"^[-dlcbps][rwxsStT-]{9}[@+.]?\s+\d+\s+\S+\s+\S+\s+.*?(\S+)\s*$")
+
+
 def _line_with(text: str, needle: str) -> str:
     for line in text.splitlines():
         if needle in line:
-            return line
+            # An `ls -l` line says who owns the file (a person's account): only its name is the finding's business.
+            m = LISTING_LINE.match(line.strip())
+            return m.group(1) if m else line
     return text
 
 
@@ -576,15 +858,23 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
             hit = full if len(full) > len(hit) else hit
             if served.has_command(hit):
                 break
-            missed = [m for m in actions[max(0, a.pos - HUNT) : a.pos] if _missed(m)]
+            if not _distinctive(_search_term(a), hit):
+                break  # listing everything under a folder or of a file type is not looking for one thing
+            sought = f"{hit} {_search_term(a)}"
+            missed = [m for m in actions[max(0, a.pos - HUNT) : a.pos] if _missed(m) and _related(_target(m), sought)]
             out.append(_where(a, b, hit, _search_term(a), _line_with(a.output, hit), missed))
             break
     for b in actions:
         # Straight to the right place after a wrong one: `read pinmux.h` (no such file) ... `read board.dts`.
         if b.pos in consumed or b.failed or _missed(b) or not b.is_read or b.web or not b.arg.strip():
             continue
-        missed = [m for m in actions[max(0, b.pos - HUNT) : b.pos] if _missed(m) and m.pos not in consumed]
-        if not missed or any(_target(m) == b.arg.strip() for m in missed):
+        hit = b.arg.strip()
+        missed = [
+            m
+            for m in actions[max(0, b.pos - HUNT) : b.pos]
+            if _missed(m) and m.pos not in consumed and _related(_target(m), _target(b))
+        ]
+        if not missed or any(_target(m) == _target(b) for m in missed):
             continue
         consumed.update({b.pos} | {m.pos for m in missed})
         hit = b.arg.strip()
@@ -593,6 +883,40 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
         first = next((ln.strip() for ln in b.output.splitlines() if len(nz.words(ln)) >= 2), "")
         out.append(_where(missed[0], b, hit, _target(missed[0]), first, missed))
     return out
+
+
+_GLOB = re.compile(r"[*?\[\]{}!^$()|\\]+")
+
+
+def _term_words(term: str) -> set[str]:
+    """The words of a search term or a path, without wildcards and file extensions: `**/ingest_orders*.py` ->
+    {ingest, orders}; `*.ts` -> nothing."""
+    text = _GLOB.sub(" ", term or "")
+    text = re.sub(r"\.[A-Za-z0-9]{1,5}\b", " ", text)
+    return {w.lower() for w in re.findall(r"[A-Za-z]{3,}", text)} - nz.STOPWORDS
+
+
+def _distinctive(term: str, hit: str) -> bool:
+    """A search for one thing (a name, a symbol, words), not an enumeration: `find src -type f`, `*.tsx`, `tree .`."""
+    if not _term_words(term):
+        return False
+    # `src/cli/commands/*.ts`: every file of a folder, not one thing looked for in it
+    wild = re.search(r"[*?\[{]", term)
+    if wild is None:
+        return True
+    root = term[: wild.start()].strip("'\" ").rstrip("/")
+    return not (root and hit.startswith(root + "/") and not _term_words(term[wild.start() :]))
+
+
+def _related(missed: str, found: str) -> bool:
+    """A wrong place and the right one name the same thing (`logging/logging.go` ~ `logging/logger.go`, `refund
+    policy` ~ `docs/billing/refund-policy.md`): a look that found nothing and an unrelated file read next are not
+    one search."""
+    a, b = _term_words(missed), _term_words(found)
+    if a & b:
+        return True
+    stems = {nz.stem(w) for w in a}
+    return bool(stems & {nz.stem(w) for w in b})
 
 
 def _where(a: Action, b: Action, hit: str, query: str, line: str, missed: list[Action]) -> dict:
@@ -750,11 +1074,13 @@ def _injections(actions: list[Action]) -> list[dict]:
 def analyze(doc: dict, served=()) -> AnalysisResult:
     """Findings of one canonical session document (contracts/session.schema.json)."""
     events = doc.get("events") or []
-    actions, messages, notes = _parse(events)
+    actions, messages, notes = _parse(events, nz.localizer(doc.get("metadata")))
     srv = _Served(served)
     used: set[tuple[int, int]] = set()
     findings = _corrections(actions, messages, srv, used)
-    findings += [f for f in _fixes(actions, srv, used)]
+    checks, handled = _diagnostics(actions, used)
+    findings += checks
+    findings += _fixes(actions, srv, used, skip=handled)
     consumed = {p for pair in used for p in pair}
     findings += _lookups(actions, srv, consumed)
     findings += _notes(notes, actions, srv)
