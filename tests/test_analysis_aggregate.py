@@ -448,3 +448,15 @@ def test_a_lesson_holds_only_what_its_sessions_share():
     # the same package everywhere is what the sessions share: it stays
     (p,) = run([session(i, "requests") for i in range(4)] + [filler(i, "other") for i in range(4)]).proposals
     assert "poetry add requests" in p.content
+
+
+def test_guessing_paths_is_a_lesson_when_the_wrong_paths_differ_and_a_place_when_it_is_one_path():
+    def session(i, wrong):
+        s = S(f"g-{i}", "dev").call("read_file", wrong, "File does not exist.", error=True)
+        return s.call("bash", "git status", "clean").doc
+
+    others = [filler(i, "other") for i in range(4)]
+    (p,) = run([session(i, f"pkg{i}/pkg{i}.go") for i in range(4)] + others).proposals
+    assert p.kind == "repeated_mistake" and "Look a file up first" in p.content and p.prevalence_sessions == 4
+    assert not any(f"pkg{i}" in p.content + p.rationale for i in range(4))  # no one session's path
+    assert run([session(i, "pkg/pkg.go") for i in range(4)] + others).proposals == []

@@ -111,8 +111,8 @@ def test_a_wrong_path_then_the_right_one_is_where_the_file_is_not_a_corrected_co
     s = S().call("read_file", "docs/runbook.md", "Error: file not found: docs/runbook.md", error=True)
     s.call("read_file", "docs/ops/runbook.md", "# Runbook")
     res = analyze(s.doc)
-    assert kinds(res) == ["rediscovered_knowledge"]
-    f = res.findings[0]
+    assert sorted(kinds(res)) == ["guessed_path", "rediscovered_knowledge"]
+    f = only(res, "rediscovered_knowledge")
     assert f["location"] == "docs/ops/runbook.md" and f["sought"] is True
     assert f["summary"].startswith("`docs/ops/runbook.md` is the place, not `docs/runbook.md`")
 
@@ -285,7 +285,8 @@ def test_a_look_that_found_nothing_then_the_found_place_is_where_it_is(miss):
     s.call("read_file", "boards/arm/v3/board.dts", "/dts-v1/;")
     f = only(analyze(s.doc), "rediscovered_knowledge")
     assert f["location"] == "boards/arm/v3/board.dts" and f["query"] == "uart2_tx" and f["sought"] is True
-    assert "kind" in f and [k for k in kinds(analyze(s.doc)) if k != "rediscovered_knowledge"] == []
+    # a wrong path read is also noted as a guess (a habit only when different paths recur); nothing else
+    assert set(kinds(analyze(s.doc))) <= {"rediscovered_knowledge", "guessed_path"}
 
 
 def test_a_search_that_names_an_id_the_agent_then_opens():

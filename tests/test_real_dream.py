@@ -35,6 +35,7 @@ def test_entire_cli_dream_proposes_the_recurring_kinds_and_no_junk():
     assert any("File has not been read yet" in t and "`Read` on the same target" in t for t in texts)
     assert any("Found 2 matches of the string to replace" in t and "more context" in t for t in texts)
     assert not any(t.lstrip().startswith("Use `Edit") for t in texts)
+    assert any(t.startswith("Paths were guessed and not there: `Read`") for t in texts)
 
 
 def test_single_real_files_copied_under_new_ids_dream_with_no_junk():

@@ -36,11 +36,12 @@ FAMILY = {
     "rediscovered_knowledge": "where",
     "rediscovery": "where",
     "lookup": "lookup",
+    "guessed_path": "guess",
     "secret": "secret",
     "injection": "injection",
 }
 NEVER_PROPOSED = {"failure", "secret", "injection"}
-BASE_CONFIDENCE = {"check": 0.65, "fix": 0.7, "pref": 0.75, "note": 0.6, "where": 0.6, "lookup": 0.45}
+BASE_CONFIDENCE = {"guess": 0.5, "check": 0.65, "fix": 0.7, "pref": 0.75, "note": 0.6, "where": 0.6, "lookup": 0.45}
 
 
 def family_of(f: dict) -> str:
@@ -105,6 +106,8 @@ class Bucket:
             return [("fix", self.new)]
         if fam == "check":
             return [("check", self.sig)]
+        if fam == "guess":
+            return [("guess", self.key)]
         if fam == "pref":
             # The user's words vary between sessions ("poetry" / "poetry add it" / none at all); the change the agent
             # made in response does not.
@@ -122,6 +125,8 @@ class Bucket:
             return False
         if fam == "check":
             return self.sig == other.sig
+        if fam == "guess":
+            return self.key == other.key
         if fam == "fix":
             if self.new != other.new:
                 return False
@@ -363,6 +368,13 @@ def _per_session(cluster: Cluster, field: str) -> dict[int, str]:
     return out
 
 
+GUESSED_PATHS = 3  # different wrong paths that make guessing a habit
+
+
+def _per_session_set(cluster: Cluster, field: str) -> set[str]:
+    return {str(f.get(field)).lower() for _, f in cluster.items if f.get(field)}
+
+
 def _core_anchors(cluster: Cluster) -> frozenset:
     """The facts most of the cluster's sessions state: an anchor only one wording adds ("not 8000 anymore" next to
     "port 8080") is context, not the fact."""
@@ -473,6 +485,9 @@ def _describe(cluster: Cluster, sessions, n: int) -> str:
     head = f"Seen in {k} of {n} sessions ({who})"
     fam = cluster.family
     old, new = _shared_wording(_per_session(cluster, "old")), _shared_wording(_per_session(cluster, "new"))
+    if fam == "guess":
+        paths = len(_per_session_set(cluster, "location"))
+        return f"{head}: `{f.get('tool')}` was pointed at {paths} different paths that do not exist."
     if fam == "check":
         said = _shared_wording(_per_session(cluster, "error"))
         return f"{head}: `{old}` reported `{trim(said, 160)}` and passed again once the code was changed."
@@ -693,6 +708,11 @@ def _aggregate(
         if c.family == "failure":
             isolated.append((c, "recurring failure, but no fix was seen"))
             continue
+        if c.family == "guess" and len(_per_session_set(c, "location")) < GUESSED_PATHS:
+            # One wrong path again and again is a place to remember (a rediscovery says it, "not X"); guessing is a
+            # habit only when the wrong paths differ.
+            isolated.append((c, "the same wrong path: a rediscovery says where the file is"))
+            continue
         if c.family == "lookup":
             # A read or search with nothing showing the agent was looking for it (no failed look first, no search
             # whose result it then opened) is the work itself, however often it recurs.
@@ -813,6 +833,8 @@ def _known_or_stale_entry(c: Cluster, index: MemoryIndex, agent: str | None) -> 
         if stale:
             return "stale", stale[0]
         return "new", None
+    if fam == "guess":
+        return "new", None  # a habit of this team's agents, not a fact memory could already hold
     if fam in ("where", "lookup"):
         loc = f.get("location") or f.get("query") or ""
         hits = [e for e in index.mentioning(loc) if _scope_ok(e, agent)]
@@ -873,6 +895,13 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
     if fam == "note":
         content = _note_text(c)
         kind = "note"
+    elif fam == "guess":
+        tool = f.get("tool") or "the read"
+        content = (
+            f"Paths were guessed and not there: `{tool}` of a file that does not exist, in {k} sessions (a different "
+            f"file each time). Look a file up first (a glob or a search for its name) and read it from the path found."
+        )
+        kind = "repeated_mistake"
     elif fam in ("fix", "pref", "where", "check"):
         content = _shared_wording(_per_session(c, "summary"))
         kind = {"fix": "repeated_mistake", "pref": "preference", "where": "rediscovered_knowledge"}.get(
@@ -940,6 +969,8 @@ def _key_hint(c: Cluster) -> str:
         return "command-" + nz.slug(f.get("new") or "", 40)
     if c.family == "check":
         return "check-" + nz.slug(f.get("rule") or f.get("error_signature") or "", 40)
+    if c.family == "guess":
+        return "look-up-paths-" + nz.slug(f.get("tool") or "", 30)
     if c.family == "pref":
         return "prefer-" + nz.slug(" ".join(f.get("said_new") or [f.get("new") or ""]), 40)
     if c.family in ("where", "lookup"):

@@ -919,6 +919,27 @@ def _related(missed: str, found: str) -> bool:
     return bool(stems & {nz.stem(w) for w in b})
 
 
+def _guesses(actions: list[Action]) -> list[dict]:
+    """Reads of paths that do not exist: each path is a one-off, the habit of guessing paths is what may recur."""
+    out = []
+    for a in actions:
+        if not (a.is_read and _missed(a)) or a.web:
+            continue
+        target = _target(a)
+        out.append(
+            make_finding(
+                "guessed_path",
+                f"guess:{a.name.lower()}",
+                f"`{a.name}` of a path that does not exist (`{trim(target, 100)}`): the path was guessed.",
+                evidence=[evidence(a.call_index, a.text, "agent"), _err_evidence(a)],
+                confidence=0.4,
+                tool=a.name,
+                location=target,
+            )
+        )
+    return out
+
+
 def _where(a: Action, b: Action, hit: str, query: str, line: str, missed: list[Action]) -> dict:
     """A finding that `query` (what the agent looked for) is at `hit`, shown by look `a` and opening `b`."""
     tried = [m for m in missed if _target(m) and _target(m) != hit]
@@ -1083,6 +1104,7 @@ def analyze(doc: dict, served=()) -> AnalysisResult:
     findings += _fixes(actions, srv, used, skip=handled)
     consumed = {p for pair in used for p in pair}
     findings += _lookups(actions, srv, consumed)
+    findings += _guesses(actions)
     findings += _notes(notes, actions, srv)
     findings += _injections(actions)
     # Nothing that looks like a secret leaves the analyzer, whatever signal it rode in on.
