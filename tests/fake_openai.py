@@ -62,9 +62,11 @@ REFUSALS = {
             500,
             {
                 "error": {
-                    "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': "
-                    "\"Input should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': "
-                    "{'expected': \"'text' or 'json_object'\"}}]",
+                    # Recorded from llama-cpp-python 0.3.36 (the path shortened).
+                    "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+                    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': "
+                    "{'expected': \"'text' or 'json_object'\"}}\n\n  File \".../llama_cpp/server/app.py\", line 376, "
+                    "in create_chat_completion\n    POST /v1/chat/completions",
                     "type": "internal_server_error",
                     "param": None,
                     "code": None,

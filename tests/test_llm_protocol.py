@@ -86,8 +86,7 @@ def test_json_object_carries_the_bounded_schema_and_the_prompt_states_it(serve):
     analyze(server, "s-grammar")
     refused, taken = server.requests
     assert "JSON Schema" not in refused["messages"][0]["content"]  # enforced by the server: not repeated
-    assert taken["response_format"] == {"type": "json_object", "schema": oa.GRAMMAR_SCHEMA}
-    assert oa.GRAMMAR_SCHEMA["properties"]["findings"]["maxItems"] == oa.MAX_FINDINGS
+    assert taken["response_format"] == {"type": "json_object", "schema": oa.grammar_schema(4000)}
     system = taken["messages"][0]["content"]
     assert system.startswith(oa.SYSTEM_PROMPT)
     assert json.dumps(oa.FINDINGS_SCHEMA, separators=(",", ":")) in system
@@ -270,6 +269,7 @@ def test_tool_output_stays_delimited_data_whatever_it_holds(serve):
         ('Here you go:\n```json\n{"findings": []}\n```\nAnything else?', {"findings": []}),
         ('```\n{"findings": []}\n```', {"findings": []}),
         ('The answer is {"findings": []} as asked.', {"findings": []}),
+        ('{"findings": [{"summary": "two\nlines\tand a tab"}]}', {"findings": [{"summary": "two\nlines\tand a tab"}]}),
     ],
 )
 def test_parse_json_reads_json_wherever_it_stands(content, value):
@@ -280,3 +280,29 @@ def test_parse_json_reads_json_wherever_it_stands(content, value):
 def test_parse_json_says_what_is_wrong(content, error):
     with pytest.raises(error):
         so.parse_json(content)
+
+
+@pytest.mark.parametrize("max_tokens", [300, 1024, 2000, 4000, 16000])
+def test_the_grammar_cannot_write_past_the_token_limit(max_tokens):
+    schema = oa.grammar_schema(max_tokens)
+    findings = schema["properties"]["findings"]["maxItems"]
+    item = schema["properties"]["findings"]["items"]["properties"]
+    # The longest answer the grammar allows: every list full, every string at its cap, the longest kind and numbers.
+    longest = {
+        "findings": [
+            {
+                "kind": max(oa.KINDS, key=len),
+                "summary": "x" * item["summary"]["maxLength"],
+                "old": "x" * item["old"]["maxLength"],
+                "new": "x" * item["new"]["maxLength"],
+                "confidence": -1.2345678901234567e-100,
+                "tags": ["x" * item["tags"]["items"]["maxLength"]] * item["tags"]["maxItems"],
+                "evidence": [{"event_index": -1234567890123456, "excerpt": "x" * 160}] * item["evidence"]["maxItems"],
+            }
+        ]
+        * findings
+    }
+    assert item["evidence"]["items"]["properties"]["excerpt"]["maxLength"] == 160
+    assert 1 <= findings <= oa.MAX_FINDINGS
+    if max_tokens >= 1024:
+        assert len(json.dumps(longest, indent=1)) / 2.5 <= max_tokens

@@ -76,24 +76,30 @@ FINDINGS_SCHEMA: dict = {
     },
 }
 
-# The same shape with bounds, for servers that turn the schema into a grammar (llama-cpp-python's json_object):
-# an unbounded grammar lets a small model loop on findings until the token limit cuts the answer off.
+# The same shape with bounds, for servers that turn the schema into a grammar (llama-cpp-python's json_object): the
+# grammar then cannot produce an answer longer than the output token limit, so a constrained answer is never cut
+# off (an unbounded grammar lets a small model fill strings and add findings until the limit cuts it).
 MAX_FINDINGS = 6
+STRING_CAPS = {"summary": 200, "old": 120, "new": 120, "tag": 24, "excerpt": 160}
+# The longest finding those caps allow (keys, numbers, every string full, two excerpts, two tags), in tokens at a
+# conservative 2.5 characters a token.
+FINDING_TOKENS = 450
 
 
-def _bounded(schema: dict) -> dict:
-    out = json.loads(json.dumps(schema))
-    item = out["properties"]["findings"]["items"]
-    out["properties"]["findings"]["maxItems"] = MAX_FINDINGS
-    item["properties"]["evidence"]["maxItems"] = 3
-    item["properties"]["tags"]["maxItems"] = 4
-    item["properties"]["tags"]["items"]["maxLength"] = 40
-    item["properties"]["summary"]["maxLength"] = 300
-    item["properties"]["evidence"]["items"]["properties"]["excerpt"]["maxLength"] = 300
+def grammar_schema(max_tokens: int) -> dict:
+    """FINDINGS_SCHEMA with string caps, and as many findings as fit ``max_tokens`` (one at least)."""
+    out = json.loads(json.dumps(FINDINGS_SCHEMA))
+    out["properties"]["findings"]["maxItems"] = max(1, min(MAX_FINDINGS, (max_tokens - 20) // FINDING_TOKENS))
+    item = out["properties"]["findings"]["items"]["properties"]
+    item["summary"]["maxLength"] = STRING_CAPS["summary"]
+    item["old"]["maxLength"] = STRING_CAPS["old"]
+    item["new"]["maxLength"] = STRING_CAPS["new"]
+    item["tags"]["maxItems"] = 2
+    item["tags"]["items"]["maxLength"] = STRING_CAPS["tag"]
+    item["evidence"]["maxItems"] = 2
+    item["evidence"]["items"]["properties"]["excerpt"]["maxLength"] = STRING_CAPS["excerpt"]
     return out
 
-
-GRAMMAR_SCHEMA = _bounded(FINDINGS_SCHEMA)
 
 SYSTEM_PROMPT = """You review one transcript of an AI agent's work session and extract lessons worth keeping in \
 the team's long-term memory.
@@ -407,6 +413,7 @@ class OpenAIAnalyzer:
         temperature = getattr(settings, "DREAMWEB_LLM_TEMPERATURE", None)
         if temperature is not None:  # unset: the server's default (some models take no other value)
             extra["temperature"] = float(temperature)
+        max_tokens = int(getattr(settings, "DREAMWEB_LLM_MAX_OUTPUT_TOKENS", 4000))
         spent = [0, 0]
         for attempt in range(3):
             try:
@@ -415,10 +422,10 @@ class OpenAIAnalyzer:
                     model=self.model,
                     messages=build_messages(safe, served, budget),
                     schema=FINDINGS_SCHEMA,
-                    grammar_schema=GRAMMAR_SCHEMA,
+                    grammar_schema=grammar_schema(max_tokens),
                     name="session_findings",
                     validate=_check,
-                    max_tokens=int(getattr(settings, "DREAMWEB_LLM_MAX_OUTPUT_TOKENS", 4000)),
+                    max_tokens=max_tokens,
                     extra=extra,
                 )
             except ContextTooLong as exc:

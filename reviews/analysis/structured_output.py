@@ -155,16 +155,18 @@ def parse_json(content: str):
     text = (content or "").strip()
     if not text:
         raise NoJSON("the answer is empty")
+    # strict=False: a raw newline or tab inside a string is read as itself (llama-cpp-python's JSON grammar lets a
+    # model write them).
     try:
-        return json.loads(text)
+        return json.loads(text, strict=False)
     except ValueError as exc:
         first_error = exc
     for block in _FENCE.findall(text):
         try:
-            return json.loads(block.strip())
+            return json.loads(block.strip(), strict=False)
         except ValueError:
             continue
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     for m in re.finditer(r"[{\[]", text):
         try:
             value, _ = decoder.raw_decode(text, m.start())
