@@ -6,7 +6,8 @@ clear reason that is not a format error, tokens are recorded, the run's output i
 dream-output schema, and what the server takes is negotiated and remembered.
 
 scripts/llm_server_setup installs the server into .venv-llm (CI does it in .ci/run). Without it the test is skipped
-on a developer's machine and fails in CI (CI=true), so that CI never passes without having run it.
+on a developer's machine and fails in CI (CI=true or DREAMWEB_REQUIRE_SERVICES=1), so that CI never passes
+without having run it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from reviews.models import AnalysisStatus, SessionAnalysis
 
 from .dream_sessions import corrected_command, ingest, poisoned, secret_note, session_doc
 from .factories import StoreFactory, TeamFactory
+from .scoping import no_scope
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = ROOT.parent / "shared" / "contracts" / "dream-output.schema.json"
@@ -38,11 +40,12 @@ MODEL = "gemma-3-270m"
 # Errors that would mean the protocol failed (a format the server does not take, an answer not read as JSON).
 FORMAT_ERRORS = ("response_format", "json_schema", "json_object", "not JSON", "no JSON", "findings schema")
 
-pytestmark = [pytest.mark.llm_server, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.llm_server, pytest.mark.django_db(transaction=True), pytest.mark.all_teams]
 
 
 def unavailable(reason: str):
-    if os.environ.get("CI"):
+    # CI (CI=true, or DREAMWEB_REQUIRE_SERVICES=1 as .ci/run sets it) must run it: a skip there would hide it.
+    if os.environ.get("CI") or os.environ.get("DREAMWEB_REQUIRE_SERVICES"):
         pytest.fail(f"{reason}; CI must run this test (.ci/run installs it with scripts/llm_server_setup)", False)
     pytest.skip(reason)
 
@@ -133,19 +136,20 @@ def test_dream_with_a_local_llama_cpp_server(llama_server, settings):
 
     out, err = io.StringIO(), io.StringIO()
     started = time.monotonic()
-    call_command(
-        "dream",
-        "--team",
-        "local-llm",
-        "--store",
-        "eng",
-        "--analyzer",
-        "openai",
-        "--format",
-        "json",
-        stdout=out,
-        stderr=err,
-    )
+    with no_scope():  # the command opens its own scope
+        call_command(
+            "dream",
+            "--team",
+            "local-llm",
+            "--store",
+            "eng",
+            "--analyzer",
+            "openai",
+            "--format",
+            "json",
+            stdout=out,
+            stderr=err,
+        )
     seconds = time.monotonic() - started
     doc = json.loads(out.getvalue())
     jsonschema.validate(doc, json.loads(SCHEMA_PATH.read_text()))
