@@ -158,6 +158,12 @@ def chromium_path() -> str | None:
     return os.environ.get("DREAMWEB_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def llm_server_python() -> str:
+    """The interpreter of the local model server's environment (scripts/llm_server_setup makes .venv-llm)."""
+    default = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv-llm", "bin", "python")
+    return os.environ.get("DREAMWEB_LLM_SERVER_PYTHON") or default
+
+
 def _missing_services() -> list[str]:
     missing = []
     if not is_postgres():
@@ -176,6 +182,8 @@ def _missing_services() -> list[str]:
         import playwright.sync_api  # noqa: F401
     except ImportError:
         missing.append("Playwright (pip install -r requirements-dev.txt)")
+    if not os.access(llm_server_python(), os.X_OK):
+        missing.append("the local model server (scripts/llm_server_setup installs it into .venv-llm)")
     return missing
 
 

@@ -28,6 +28,7 @@ from django.core.management import call_command
 from reviews.analysis import structured_output as so
 from reviews.models import AnalysisStatus, SessionAnalysis
 
+from .conftest import llm_server_python
 from .dream_sessions import corrected_command, ingest, poisoned, secret_note, session_doc
 from .factories import StoreFactory, TeamFactory
 from .scoping import no_scope
@@ -58,7 +59,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    python = Path(os.environ.get("DREAMWEB_LLM_SERVER_PYTHON") or ROOT / ".venv-llm" / "bin" / "python")
+    python = Path(llm_server_python())
     if not python.exists():
         unavailable(f"no llama-cpp-python server environment at {python}: run scripts/llm_server_setup")
     found = subprocess.run(
