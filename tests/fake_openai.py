@@ -26,6 +26,7 @@ What it answers for a session is chosen by the session's external_id, found in t
     server.script["s8"] = "timeout"         # answers after server.delay seconds (past the client's timeout)
     server.script["s9"] = "rate_limit"      # HTTP 429 once, then ok
     server.context_chars = 5000             # 400 context_length_exceeded while the user message is longer
+    server.consolidation = {"groups": [...]}  # the answer to the consolidation step's request
 
 Every request body is kept in server.requests; ``formats()`` lists what each asked for.
 """
@@ -104,6 +105,7 @@ class FakeOpenAI:
         self.requests: list[dict] = []
         self.delay = delay
         self.context_chars: int | None = None
+        self.consolidation: dict | None = None  # the answer to a consolidation request (reviews/analysis/consolidate)
         self.usage = (1200, 150)
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -209,6 +211,8 @@ class FakeOpenAI:
                     "code": "context_length_exceeded",
                 }
             }
+        if self.consolidation is not None and "memory for AI agents tidy" in body["messages"][0]["content"]:
+            return 200, self.completion(json.dumps(self.consolidation))
         session = self._session(body)
         mode = self.script.get(session, "ok")
         repair = any(m.get("role") == "assistant" for m in body.get("messages", []))
