@@ -419,6 +419,11 @@ def test_short_rules_sharing_the_words_of_their_point_are_merged_and_look_alikes
         mem("dbt-owner", "Analytics engineering owns the dbt project; ask in the analytics channel."),
         mem("sign-off", "Sign every reply with your first name and the team name."),
         mem("voice", "Keep replies friendly and free of technical terms."),
+        # one template, one slot filled differently: look-alikes that state different facts
+        mem("backend-tests", "Run the backend tests with pytest."),
+        mem("frontend-tests", "Run the frontend tests with jest."),
+        mem("staging", "Staging deploys go through ArgoCD."),
+        mem("production", "Production deploys go through Spinnaker."),
     ]
     assert _merged(memory) == [("chip", "flash")]
 

@@ -9,6 +9,7 @@ Grouping is near-linear in the number of findings:
 
 from __future__ import annotations
 
+import difflib
 import gc
 import re
 from collections import Counter, defaultdict
@@ -561,14 +562,44 @@ def entries_alike(e: Entry, o: Entry) -> bool:
             return True
         # The same number of the same thing, spelt differently ("supports iOS 16 and later" ~ "the minimum target
         # is iOS sixteen"): all their numbers agree and one is counted by the same word.
-        return e.anchors == o.anchors and bool(nz.qualified_numbers(e.content) & nz.qualified_numbers(o.content))
+        return (
+            e.anchors == o.anchors
+            and bool(nz.qualified_numbers(e.content) & nz.qualified_numbers(o.content))
+            and not parallel(e.content, o.content)
+        )
     # Without anchors: mostly the same words, or one entry's words all in the other ("Never force-push to main." ~
     # "Force pushes to the main branch are forbidden."), or two short rules that share the words of their point
     # ("Erase the whole flash before loading a bootloader." ~ "A full chip erase is required prior to programming
     # the bootloader.").
     if common >= 3 and (nz.jaccard(e.salient, o.salient) >= 0.7 or nz.overlap(e.salient, o.salient) >= 0.9):
         return True
-    return common >= 2 and max(len(e.salient), len(o.salient)) <= SHORT_RULE and nz.overlap(e.salient, o.salient) >= 0.4
+    return (
+        common >= 2
+        and max(len(e.salient), len(o.salient)) <= SHORT_RULE
+        and nz.overlap(e.salient, o.salient) >= 0.4
+        and not parallel(e.content, o.content)
+    )
+
+
+def parallel(a: str, b: str) -> bool:
+    """Two texts built on one template with a slot filled differently ("Run the backend tests with pytest." /
+    "Run the frontend tests with jest.", "Staging deploys go through ArgoCD." / "Production deploys go through
+    Spinnaker."): look-alikes that state different facts. Their content words line up, and what does not line up is
+    one swap of as many words on each side; a paraphrase rebuilds the sentence instead."""
+    wa, wb = _content_sequence(a), _content_sequence(b)
+    sm = difflib.SequenceMatcher(None, wa, wb, autojunk=False)
+    if not wa or not wb or sm.ratio() < 0.5:
+        return False
+    blocks = sm.get_matching_blocks()
+    rest_a = {w for i, w in enumerate(wa) if not any(x.a <= i < x.a + x.size for x in blocks)}
+    rest_b = {w for j, w in enumerate(wb) if not any(x.b <= j < x.b + x.size for x in blocks)}
+    return bool(rest_a) and len(rest_a) == len(rest_b) and not rest_a & rest_b
+
+
+def _content_sequence(text: str) -> list[str]:
+    """The stemmed content words of a text in order, without its URLs, paths and numbers."""
+    text = nz.PATH_RE.sub(" ", nz.URL_RE.sub(" ", text or ""))
+    return [nz.stem(w) for w in nz.words(text) if w not in nz.STOPWORDS and not any(c.isdigit() for c in w)]
 
 
 SHORT_RULE = 10  # salient words of a one-line rule
