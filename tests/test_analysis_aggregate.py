@@ -465,3 +465,13 @@ def test_guessing_paths_is_a_lesson_when_the_wrong_paths_differ_and_a_place_when
     assert p.kind == "repeated_mistake" and "Look a file up first" in p.content and p.prevalence_sessions == 4
     assert not any(f"pkg{i}" in p.content + p.rationale for i in range(4))  # no one session's path
     assert run([session(i, "pkg/pkg.go") for i in range(4)] + others).proposals == []
+
+
+def test_a_quotation_of_words_the_sessions_do_not_share_is_left_out_of_the_lesson():
+    phrases = ["Always pass --atomic to helm upgrade.", "Use --atomic on every helm upgrade.", "--atomic, always."]
+    docs = [
+        _corrected(i, "k8s", "helm upgrade app charts/app", "helm upgrade --atomic app charts/app", p)
+        for i, p in enumerate(phrases * 2)
+    ]
+    (p,) = run(docs + [filler(i, "other") for i in range(4)]).proposals
+    assert "--atomic" in p.content and "…" not in p.content and "the user asked" not in p.content

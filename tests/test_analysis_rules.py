@@ -567,3 +567,17 @@ def test_enumerations_and_unrelated_reads_are_not_looking_for_a_thing():
     s = S().call("bash", 'rg -n "func enable|enableCmd" --glob "!*.md" cmd', "cmd/cli/setup.go:40: func runEnable(")
     s.call("read_file", "cmd/cli/setup.go", "package cli")
     assert only(analyze(s.doc), "rediscovered_knowledge")["query"] == "func enable|enableCmd"
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "Just this once, use pnpm install; the lock file is broken today.",
+        "Use pnpm install this once, we are in a hurry.",
+        "As a one-off, run pnpm install instead.",
+        "Only for this ticket: pnpm install, not npm.",
+        "Make an exception and use pnpm install here.",
+    ],
+)
+def test_a_one_off_instruction_is_never_a_preference(phrase):
+    assert "correction" not in kinds(_correction(phrase))

@@ -356,7 +356,10 @@ def _shared_wording(texts_by_session: dict[int, str]) -> str:
         return m.group(0) if seen[m.group(0).lower()] > need else ELIDED
 
     out = _TOKEN.sub(keep, chosen)
-    return re.sub(rf"{ELIDED}(?:[\s,;'\"`()\[\]]*{ELIDED})+", ELIDED, out)
+    out = re.sub(rf"{ELIDED}(?:[\s,;'\"`()\[\]]*{ELIDED})+", ELIDED, out)
+    # A quotation of one session's words ("the user asked for this: ...") that the others worded differently says
+    # nothing once elided: it goes (each session's words stay in the evidence).
+    return re.sub(rf'\s*\([^()"]*"[^"]*{ELIDED}[^"]*"[^()]*\)', "", out)
 
 
 def _per_session(cluster: Cluster, field: str) -> dict[int, str]:

@@ -47,7 +47,12 @@ CONVENTION = re.compile(
     r"go(?:es)? through|source of truth|is the (?:one|way|standard)|from now on|moved|migrated|switched|deprecated|"
     r"legacy|obsolete|outdated|retired|replaced)\b"
 )
-ONE_OFF = re.compile(r"(?i)\b(?:for this one only|just this (?:once|time)|only (?:for )?this time|this time only)\b")
+# Words that make an instruction a one-off: never a standing preference, however it is worded.
+ONE_OFF = re.compile(
+    r"(?i)\b(?:for this one only|just this (?:once|time)|only (?:for )?this time|this time only|this once|"
+    r"one[- ]time(?: only| exception)?|as a one[- ]off|(?:just|only) for (?:today|now|this (?:one|ticket|run|"
+    r"release|case|customer|incident))|as an exception|make an exception|for the moment only)\b"
+)
 LOCATION_TRIM = re.compile(r"[:#]\d+(?::\d+)?$")
 
 MAX_ARG = 400
