@@ -2,6 +2,7 @@
 """Bench: schemathesis with every check on (`--checks all`) against a real server, and its figures.
 
     .venv/bin/python bench/api_schemathesis.py [--max-examples 50] [--seed 1] [--port 8871] [--write-docs]
+    .venv/bin/python bench/api_schemathesis.py --from-report [--report-dir DIR] [--write-docs]  (the last report)
 
 Creates a scratch PostgreSQL database (owner role; dropped at the end), seeds a small team (a store agents may write,
 entries, a skill, sessions, a dream run and a proposal; a second team for the authorization check), starts gunicorn
@@ -24,7 +25,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -140,7 +140,7 @@ def auth_file(path: Path, ids: dict) -> None:
     )
 
 
-def run_schemathesis(args, ids: dict, report_dir: Path) -> tuple[int, float]:
+def run_schemathesis(args, ids: dict, report_dir: Path) -> int:
     report_dir.mkdir(parents=True, exist_ok=True)
     config = report_dir / "schemathesis.toml"
     config_file(config, ids)
@@ -171,9 +171,7 @@ def run_schemathesis(args, ids: dict, report_dir: Path) -> tuple[int, float]:
         "none",
         "--no-color",
     ]
-    started = time.monotonic()
-    result = subprocess.run(cmd, cwd=ROOT, check=False)
-    return result.returncode, time.monotonic() - started
+    return subprocess.run(cmd, cwd=ROOT, check=False).returncode
 
 
 # The check behind each failure type of the JSON report (schemathesis names failures by type and code).
@@ -206,9 +204,15 @@ def figures(report_dir: Path) -> dict:
         entry["count"] += failure["count"]
         entry["operations"].update(failure["operations"])
         entry["titles"].add(f"{failure['code']} {failure['title']}")
+    command = report["command"].split()
     return {
         "version": report["schemathesis_version"],
+        "seed": report["seed"],
+        "max_examples": command[command.index("--max-examples") + 1],
+        "seconds": report["running_time"],
+        "date": report["started_at"][:10],
         "cases": report["test_cases"]["generated"],
+        "failing_cases": report["test_cases"]["with_failures"],
         "operations": report["operations"]["tested"],
         "phases": {name: p["status"] for name, p in report["phases"].items()},
         "errors": len(report["errors"]),
@@ -216,7 +220,7 @@ def figures(report_dir: Path) -> dict:
     }
 
 
-def write_docs(result: dict, args, seconds: float) -> None:
+def write_docs(result: dict, args) -> None:
     docs = ROOT / "docs" / "api.md"
     failures = result["failures"]
     phases = ", ".join(f"{name} {status}" for name, status in result["phases"].items())
@@ -224,19 +228,22 @@ def write_docs(result: dict, args, seconds: float) -> None:
         SECTION,
         "",
         f"`bench/api_schemathesis.py` runs the schemathesis CLI ({result['version']}) with `--checks all` and every "
-        f"phase against gunicorn on PostgreSQL as the application role, DEBUG off, with a key that has every scope and "
-        f"path parameters aimed at seeded objects (at most {args.max_examples} generated cases per operation, seed "
-        f"{args.seed}; the check configuration is `schemathesis.toml`, which says why it adds 412, 428 and 413 to "
-        f"the expected answers). Measured {datetime.now(UTC):%Y-%m-%d}: {result['cases']:,} cases over "
-        f"{result['operations']} operations in {seconds:.0f} s ({phases}); {result['errors']} errors.",
+        f"phase against gunicorn on PostgreSQL as the application role, DEBUG off, with the key of a team that has "
+        f"every scope (and another team's key for `object_level_authorization`), path parameters aimed at seeded "
+        f"objects, at most {result['max_examples']} generated cases per operation, seed {result['seed']}. The check "
+        f"configuration is `schemathesis.toml`, which says why it adds 412, 428 and 413 to the expected answers. "
+        f"Measured {result['date']}: {result['cases']:,} cases over {result['operations']} operations in "
+        f"{result['seconds']:.0f} s on a 2-core machine shared with other test runs ({phases}); "
+        f"{result['errors']} errors.",
         "",
-        "| check | failing cases | operations |",
+        f"| check | distinct failures ({result['failing_cases']} failing cases in all) | operations |",
         "|---|---|---|",
     ]
     for name in result["checks"]:
         found = failures.get(name)
         where = ", ".join(f"`{op}`" for op in sorted(found["operations"])) if found else ""
         lines.append(f"| `{name}` | {found['count'] if found else 0} | {where} |")
+    lines += ["", KNOWN]
     text = docs.read_text()
     section = "\n".join(line if line.startswith("|") else textwrap.fill(line, 120) for line in lines) + "\n"
     if SECTION in text:
@@ -249,6 +256,19 @@ def write_docs(result: dict, args, seconds: float) -> None:
     print(f"wrote {docs.relative_to(ROOT)}")
 
 
+# What the figures hold that is not a defect, said with them in the docs.
+KNOWN = (
+    "No status code or content type is undocumented (`status_code_conformance`, `content_type_conformance`), no "
+    "response leaves its schema and no request gets a 5xx. What `positive_data_acceptance` and "
+    "`negative_data_rejection` find on `POST /api/v1/sessions/` are transcript files: with `?format=` a JSON body is "
+    "a file of that format, not the canonical session the JSON body's schema describes, and a file body "
+    "(`application/x-ndjson`, `application/octet-stream`) is described only as bytes, so any bytes fit the schema "
+    "and a file in no known format is refused (400). OpenAPI cannot tie a body's shape to a query parameter; the "
+    "in-suite run (`tests/test_api_schemathesis.py`, every check, 25 cases an operation) skips those cases and "
+    "`tests/test_api_session_files.py` tests file bodies."
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-examples", type=int, default=50)
@@ -257,32 +277,42 @@ def main() -> None:
     parser.add_argument("--db", default="dreamweb_bench_schemathesis")
     parser.add_argument("--report-dir", type=Path, default=Path("/tmp/dreamweb-schemathesis"))
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument(
+        "--from-report",
+        action="store_true",
+        help="Read the last report in --report-dir.",
+    )
     args = parser.parse_args()
 
-    db = ScratchDatabase(args.db).create()
-    server = None
-    try:
-        ids = seed(db)
-        server = start_server(db, args.port)
-        code, seconds = run_schemathesis(args, ids, args.report_dir)
-    finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-        db.drop()
+    code = None
+    if not args.from_report:
+        db = ScratchDatabase(args.db).create()
+        server = None
+        try:
+            ids = seed(db)
+            server = start_server(db, args.port)
+            code = run_schemathesis(args, ids, args.report_dir)
+        finally:
+            if server is not None:
+                server.terminate()
+                server.wait(timeout=30)
+            db.drop()
     result = figures(args.report_dir)
     from schemathesis.checks import CHECKS, load_all_checks
 
     load_all_checks()
     result["checks"] = [c.__name__ for c in CHECKS.get_all()]
-    print(f"schemathesis exit {code}; {result['cases']} cases, {result['operations']} operations, {seconds:.0f} s")
+    print(
+        f"schemathesis exit {code}; {result['cases']} cases, {result['operations']} operations, "
+        f"{result['seconds']:.0f} s"
+    )
     for name in result["checks"]:
         found = result["failures"].get(name)
         print(f"  {name}: {found['count'] if found else 0}")
         for op in sorted(found["operations"]) if found else ():
             print(f"      {op}")
     if args.write_docs:
-        write_docs(result, args, seconds)
+        write_docs(result, args)
 
 
 if __name__ == "__main__":

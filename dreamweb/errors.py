@@ -20,10 +20,10 @@ def api_error(status: int, detail: str, code: str, **extra) -> JsonResponse:
     return JsonResponse({"detail": detail, "code": code, **extra}, status=status)
 
 
-def too_large(request, size: int | None, limit: int) -> HttpResponse:
-    """413 for a body past DREAMWEB_MAX_REQUEST_BYTES, before anything read it."""
+def too_large(request, size: int | None, limit: int, setting: str = "DREAMWEB_MAX_REQUEST_BYTES") -> HttpResponse:
+    """413 for a body past the limit (DREAMWEB_MAX_REQUEST_BYTES, checked before anything reads the body)."""
     what = f"The request body is {size} bytes" if size is not None else "The request body is too large"
-    detail = f"{what}; the limit is {limit} bytes (DREAMWEB_MAX_REQUEST_BYTES)."
+    detail = f"{what}; the limit is {limit} bytes ({setting})."
     if is_api(request):
         return api_error(413, detail + " Send less per request.", "too_large", limit=limit)
     return HttpResponse(
@@ -54,7 +54,7 @@ def bad_request(request, exception=None) -> HttpResponse:
     if isinstance(exception, RequestDataTooBig):
         from django.conf import settings
 
-        return too_large(request, None, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        return too_large(request, None, settings.DATA_UPLOAD_MAX_MEMORY_SIZE, "DATA_UPLOAD_MAX_MEMORY_SIZE")
     if not is_api(request):
         return defaults.bad_request(request, exception)
     return api_error(400, "Bad request.", "bad_request")

@@ -433,3 +433,40 @@ def test_session_query_options_are_checked_whatever_the_body(api):
         )
         assert list(error["errors"]) in (["task"], ["agent"])
     assert api.post("/api/v1/sessions/?task=" + "t" * 100, session_doc("q")).status_code == 201
+
+
+def test_a_content_length_of_absurd_size_is_a_413_not_a_crash(api):
+    r = api.client.post(ENTRIES, data=b"{}", content_type="application/json", CONTENT_LENGTH="9" * 40)
+    error = _json_error(r, 413)
+    assert error["code"] == "too_large" and "too large" in error["detail"]
+
+
+def test_a_page_body_past_djangos_own_limit_is_a_413_page(world, settings):
+    """If DATA_UPLOAD_MAX_MEMORY_SIZE is set below the guard's limit, Django's own refusal is a 413 too."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 500
+    r = _login(world).post("/reviews/bulk/", {"ids": ["1"], "action": "reject", "reason": "x" * 1000})
+    assert r.status_code == 413 and r["Content-Type"].startswith("text/html")
+    assert "500 bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)" in r.text
+
+
+@pytest.mark.parametrize(
+    "handler, status, code",
+    [
+        ("bad_request", 400, "bad_request"),
+        ("permission_denied", 403, "permission_denied"),
+        ("not_found", 404, "not_found"),
+    ],
+)
+def test_error_handlers_answer_json_under_api_and_pages_elsewhere(rf, handler, status, code):
+    from dreamweb import errors
+
+    view = getattr(errors, handler)
+    api = view(rf.get("/api/v1/anything"), Exception("x"))
+    assert (api.status_code, api["Content-Type"]) == (status, "application/json")
+    assert json.loads(api.content)["code"] == code
+    assert view(rf.get("/api"), Exception("x"))["Content-Type"] == "application/json"
+    page = view(rf.get("/apiary/"), Exception("x"))
+    assert page.status_code == status and page["Content-Type"].startswith("text/html")
+    server = errors.server_error(rf.get("/api/v1/x"))
+    assert server.status_code == 500 and json.loads(server.content)["code"] == "server_error"
+    assert errors.server_error(rf.get("/memory/"))["Content-Type"].startswith("text/html")
