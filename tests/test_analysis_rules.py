@@ -581,3 +581,24 @@ def test_enumerations_and_unrelated_reads_are_not_looking_for_a_thing():
 )
 def test_a_one_off_instruction_is_never_a_preference(phrase):
     assert "correction" not in kinds(_correction(phrase))
+
+
+@pytest.mark.parametrize(
+    "report,rule",
+    [
+        ("src/app.py:12:5: E501 Line too long (130 > 120)\nFound 1 error.", "E501"),  # ruff, flake8
+        ("src/x.py:4: error: Returning Any from function  [no-any-return]\nFound 1 error", "no-any-return"),  # mypy
+        ("/repo/src/App.tsx\n  20:1  warning  Unexpected console statement  no-console\n\n1 problem", "no-console"),
+        ("cmd/clean.go:221:3: error is not nil (line 219) but it returns nil (nilerr)\n1 issues:", "nilerr"),
+    ],
+)
+def test_the_usual_linter_reports_give_their_rule(report, rule):
+    s = S().call("bash", "make lint", report, error=True).call("bash", "make lint", "All checks passed!")
+    (f,) = analyze(s.doc).findings
+    assert f["rule"] == rule and f["key"] == f"check:make lint:rule {rule}"
+
+
+def test_code_that_does_not_build_yet_is_no_rule():
+    report = "src/a.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'.\nFound 1 error."
+    s = S().call("bash", "npx tsc --noEmit", report, error=True).call("bash", "npx tsc --noEmit", "")
+    assert [f for f in analyze(s.doc).findings if f.get("check")] == []

@@ -230,14 +230,21 @@ REPORTED_FAILURE = re.compile(
     r"|^(?:FAIL|--- FAIL|FAILED|ERROR)\b|\b[1-9]\d* (?:failed|errors?)(?:,| in )"
 )
 # One diagnostic of a compiler, linter or type checker: `path:line[:col]: message`.
-DIAGNOSTIC = re.compile(r"^(?P<where>[\w./@+-]+\.[\w]+):\d+(?::\d+)?:\s*(?P<message>\S.*)$")
+DIAGNOSTIC = re.compile(
+    r"^(?P<where>[\w./@+-]+\.[\w]+)(?::\d+(?::\d+)?:|\(\d+,\d+\):)\s*(?P<message>\S.*)$"  # x.go:12:3: / x.ts(12,3):
+)
+# eslint's default report: the file on a line of its own, then `  12:5  error  message  rule-name`.
+STYLISH = re.compile(r"^\s+\d+:\d+\s+(?:error|warning)\s+(?P<message>.+?)\s{2,}(?P<rule>[@\w/-]+)\s*$")
+# A rule code before the message (`E501 Line too long`, `error TS2322: ...`, `SC2086: ...`).
+LEADING_RULE = re.compile(r"^(?:error\s+|warning\s+)?(?P<rule>[A-Z]{1,4}\d{2,5})\b:?\s*(?:\[\*\]\s*)?")
 # The rule a diagnostic names: `... (nilerr)`, `... [attr-defined]`.
 RULE = re.compile(r"[(\[](?P<rule>[a-z][\w-]{1,40})[)\]]\s*$")
 MAX_DIAGNOSTICS = 8
 # What a compiler says of code that does not build yet: the work in progress, one-off by nature, not a rule.
 COMPILE_ERROR = re.compile(
     r"(?i)\b(?:undefined|undeclared|not declared|not defined|cannot use|cannot find (?:symbol|name|module)|"
-    r"assignment mismatch|syntax error|unexpected|has no (?:field|method|attribute|member|property)|missing return|"
+    r"assignment mismatch|syntax error|unexpected (?:token|end|eof|indent|character|identifier)|"
+    r"has no (?:field|method|attribute|member|property)|missing return|"
     r"too (?:many|few) (?:arguments|return values)|mismatched types|incompatible types?|is not assignable|"
     r"declared and not used|imported and not used|no new variables|typecheck)\b"
 )
@@ -269,14 +276,7 @@ def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[lis
     for a in actions:
         if not (a.failed and a.shell):
             continue
-        diags = []
-        for line in a.output.splitlines():
-            m = DIAGNOSTIC.match(line.strip())
-            # A diagnostic names a rule or says what is wrong; a test's log line (`x_test.go:12: hook output: ...`)
-            # at the same place does neither.
-            said = m.group("message") if m else ""
-            if said and (RULE.search(said) or nz.ERROR_WORDS.search(said)) and not COMPILE_ERROR.search(said):
-                diags.append((m.group("where"), said.strip()))
+        diags = _parse_diagnostics(a.output)
         if not diags:
             continue
         check = _check(a.arg)
@@ -290,15 +290,13 @@ def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[lis
         used.add((a.pos, later.pos))
         edits = [x for x in actions[a.pos + 1 : later.pos] if not x.shell and x.args and not x.failed]
         seen: set[str] = set()
-        for where, message in diags:
+        for where, message, rule in diags:
             # A linter's rule is the lesson's unit (`ireturn` fails again and again, whatever function it names).
-            named = RULE.search(message)
-            sig = f"rule {named.group('rule')}" if named else _shape(message)
+            sig = f"rule {rule}" if rule else _shape(message)
             if sig in seen or len(seen) >= MAX_DIAGNOSTICS:
                 continue
             seen.add(sig)
-            rule = RULE.search(message)
-            fix = _fix_line(edits, rule.group("rule")) if rule else ""
+            fix = _fix_line(edits, rule) if rule else ""
             how = f" (the fix: `{trim(fix, 120)}`)" if fix else ""
             out.append(
                 make_finding(
@@ -319,10 +317,34 @@ def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[lis
                     resolved=True,
                     tool=a.name,
                     check=True,
-                    rule=rule.group("rule") if rule else None,
+                    rule=rule,
                 )
             )
     return out, handled
+
+
+def _parse_diagnostics(output: str) -> list[tuple[str, str, str | None]]:
+    """(where, message, rule) of each diagnostic a check printed. A diagnostic names a rule or says what is wrong
+    (a test's log line at a file and line, `x_test.go:12: hook output: ...`, does neither); one of code that does
+    not build yet (undefined names, type mismatches) is the work in progress, not a rule of the team's."""
+    out, current = [], ""
+    for raw in output.splitlines():
+        line = raw.strip()
+        m = DIAGNOSTIC.match(line)
+        if m:
+            where, said = m.group("where"), m.group("message").strip()
+            tail, lead = RULE.search(said), LEADING_RULE.match(said)
+            rule = tail.group("rule") if tail else (lead.group("rule") if lead else None)
+        else:
+            s = STYLISH.match(raw)
+            if s is None:
+                if re.fullmatch(r"[\w./@+-]+\.\w+", line):
+                    current = line  # the file an eslint-style report lists its problems under
+                continue
+            where, said, rule = current, s.group("message").strip(), s.group("rule")
+        if (rule or nz.ERROR_WORDS.search(said)) and not COMPILE_ERROR.search(said):
+            out.append((where, said, rule))
+    return out
 
 
 def _fix_line(edits: list[Action], rule: str) -> str:
