@@ -602,3 +602,19 @@ def test_code_that_does_not_build_yet_is_no_rule():
     report = "src/a.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'.\nFound 1 error."
     s = S().call("bash", "npx tsc --noEmit", report, error=True).call("bash", "npx tsc --noEmit", "")
     assert [f for f in analyze(s.doc).findings if f.get("check")] == []
+
+
+def test_a_search_command_that_failed_outright_has_a_corrected_form():
+    s = S().call("bash", "grep -rn TODO src/", "grep: src/: No such file or directory", error=True, exit_code=2)
+    s.call("bash", "grep -rn TODO lib/", "lib/a.py:3: # TODO")
+    assert only(analyze(s.doc), "corrected_command")["new"] == "grep -rn TODO lib/"
+
+
+def test_a_search_tool_that_failed_is_replaced_by_another_looking_for_the_same():
+    s = S().call("bash", "grep -rnP TODO src", "grep: invalid option -- 'P'", error=True, exit_code=2)
+    s.call("bash", "rg TODO src", "src/a.py:3: # TODO")
+    assert only(analyze(s.doc), "corrected_command")["new"] == "rg TODO src"
+    # two searches for different things are two looks, never a correction
+    s = S().call("bash", 'rg -n "compact|context" node_modules/x', "", error=True, exit_code=1)
+    s.call("bash", "rg --files node_modules | rg opencode", "node_modules/opencode/package.json")
+    assert "corrected_command" not in kinds(analyze(s.doc))

@@ -364,8 +364,8 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
     for a in actions:
         if not a.failed or not a.arg.strip() or a.pos in skip:
             continue
-        if _missed(a):
-            continue  # a wrong path or an empty search: where things are (_lookups), not a command to correct
+        if _missed(a) and not _searched_wrong_place(a):
+            continue  # a wrong path or an empty search: where things are (_lookups), not a call to correct
         if REJECTED.search(a.output[:300]):
             continue  # the person declined the call: a decision (their words, if any, are a message), not a failure
         err = _error_text(a)
@@ -403,7 +403,7 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
                     out.append(_finding_retry(a, fix, err, sig))
             continue
         for b in window:
-            if b.name != a.name or _other_file(a, b):
+            if b.name != a.name or _other_file(a, b) or (a.is_search and _search_term(b) != _search_term(a)):
                 continue
             same = nz.normalize_command(b.arg) == norm
             if same or b.failed:
@@ -426,6 +426,7 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
             b = window[0]
             if (
                 b.name == a.name
+                and (not a.is_search or _search_term(b) == _search_term(a))
                 and a.keyed
                 and b.keyed
                 and not _edits_code(a)
@@ -469,6 +470,15 @@ REJECTED = re.compile(
 FILE_KEYS = ("file_path", "path", "file", "filename", "notebook_path", "target_file")
 # Arguments that describe a call rather than make it (a shell's `description`, a timeout).
 INCIDENTAL_KEYS = {"description", "timeout", "run_in_background", "explanation", "justification"}
+
+
+PATH_ERROR = re.compile(r"(?i)no such file or directory|not a directory|does not exist")
+
+
+def _searched_wrong_place(a: Action) -> bool:
+    """`grep -rn TODO src/` -> `grep: src/: No such file or directory`: the same search elsewhere corrects it (an
+    empty result or a listing of a missing folder is a look that found nothing, not a command to correct)."""
+    return a.shell and a.failed and a.program in GREP_PROGRAMS and bool(PATH_ERROR.search(a.output[:300]))
 
 
 def _error_text(a: Action) -> str:
@@ -820,7 +830,9 @@ def _missed(a: Action) -> bool:
     if a.shell and (MISSING_PROGRAM.search(out) or _names_program(a, out)):
         return False  # the tool itself is missing: a command to correct, not a place to find
     if a.failed:
-        return True
+        # Found nothing (grep's exit 1 with no output, "File does not exist"), not a command that went wrong
+        # (`grep: invalid option -- 'P'`).
+        return not out or bool(NOT_FOUND.search(out[:300]))
     if not out:
         return a.is_search
     lines = out.splitlines()
