@@ -352,19 +352,31 @@ def apply_change(
         return [e.versions.get(number=e.version) for e in written]
 
 
-def memory_hash(store: MemoryStore) -> str:
-    """Hash of the store's active entries (key, scope, content hash): identifies the snapshot M_t."""
+# What a dream reads of a store: its active entries in key order (the snapshot M_t).
+SNAPSHOT_FIELDS = ("key", "content", "content_hash", "scope_agent", "scope_task", "origin")
+
+
+def snapshot(store: MemoryStore) -> list[dict]:
+    """The store's active entries as plain dicts (SNAPSHOT_FIELDS), in key order."""
+    return list(
+        MemoryEntry.objects.filter(store=store, status=EntryStatus.ACTIVE).order_by("key").values(*SNAPSHOT_FIELDS)
+    )
+
+
+def snapshot_hash(rows: Iterable[tuple]) -> str:
+    """Hash of a snapshot: (key, scope_agent, scope_task, content_hash) of each active entry, in key order."""
     digest = hashlib.sha256()
-    rows = MemoryEntry.objects.filter(store=store, status=EntryStatus.ACTIVE).order_by("key")
-    for key, agent, task, chash in rows.values_list("key", "scope_agent", "scope_task", "content_hash"):
+    for key, agent, task, chash in rows:
         digest.update(f"{key}\x00{agent or ''}\x00{task or ''}\x00{chash}\n".encode())
     return digest.hexdigest()
+
+
+def memory_hash(store: MemoryStore) -> str:
+    """Hash of the store's active entries: identifies the snapshot M_t (reads only the four columns it hashes)."""
+    rows = MemoryEntry.objects.filter(store=store, status=EntryStatus.ACTIVE).order_by("key")
+    return snapshot_hash(rows.values_list("key", "scope_agent", "scope_task", "content_hash"))
 
 
 def tokens_estimate(text: str) -> int:
     """A cheap token count (about four characters a token), good enough for budgets."""
     return max(1, (len(text) + 3) // 4)
-
-
-def active_entries(store: MemoryStore) -> Iterable[MemoryEntry]:
-    return MemoryEntry.objects.filter(store=store, status=EntryStatus.ACTIVE).order_by("key")

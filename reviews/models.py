@@ -72,6 +72,22 @@ class RunStatus(models.TextChoices):
     PARTIAL = "partial", "Partial (some sessions failed)"
     FAILED = "failed", "Failed"
 
+    # The sets of statuses the code asks about, defined here once (methods: attributes would be choices).
+    @classmethod
+    def going(cls) -> tuple[str, ...]:
+        """Not finished: the run holds its store (no second run starts) and its page keeps polling."""
+        return (cls.QUEUED, cls.RUNNING, cls.AGGREGATING)
+
+    @classmethod
+    def finished(cls) -> tuple[str, ...]:
+        """Finished, whatever the outcome: nothing will change the run any more."""
+        return (cls.SUCCEEDED, cls.PARTIAL, cls.FAILED)
+
+    @classmethod
+    def completed(cls) -> tuple[str, ...]:
+        """Finished with results (a partial run's failed sessions are read again by the next run)."""
+        return (cls.SUCCEEDED, cls.PARTIAL)
+
 
 class Trigger(models.TextChoices):
     COMMAND = "command", "Command"
@@ -84,8 +100,8 @@ class DreamRunQuerySet(TeamQuerySet):
     def for_store(self, store):
         return self.filter(store=store)
 
-    def finished(self):
-        return self.filter(status__in=[RunStatus.SUCCEEDED, RunStatus.PARTIAL])
+    def going(self):
+        return self.filter(status__in=RunStatus.going())
 
 
 class DreamRun(models.Model):
@@ -130,7 +146,7 @@ class DreamRun(models.Model):
     @property
     def progress_percent(self) -> int:
         if not self.sessions_selected:
-            return 100 if self.status in (RunStatus.SUCCEEDED, RunStatus.PARTIAL) else 0
+            return 100 if self.status in RunStatus.completed() else 0
         done = self.sessions_analysed + self.sessions_failed
         return min(100, round(100 * done / self.sessions_selected))
 

@@ -18,12 +18,10 @@ from django.utils import timezone
 
 from dreamweb import rls
 
-from .models import AutonomyPolicy, DreamRun, RunStatus, Trigger
+from .dreams import start_run
+from .models import AutonomyPolicy, DreamRun, Trigger
 
 log = logging.getLogger(__name__)
-
-BUSY = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AGGREGATING)
-
 
 def scheduled() -> list[tuple[int, int, int, datetime | None, int]]:
     """(policy id, team id, store id, last_scheduled_at, schedule_minutes) of every enabled schedule, across teams."""
@@ -59,13 +57,11 @@ def claim(policy_id: int, team_id: int, previous: datetime | None, now: datetime
 
 def run_due(now: datetime | None = None) -> list[int]:
     """Start a scheduled run for every due store; returns the ids of the runs started."""
-    from .dreams import start_run
-
     now = now or timezone.now()
     started: list[int] = []
     for policy_id, team_id, store_id, previous in due(now):
         with rls.team_scope(team_id):
-            if DreamRun.objects.filter(store_id=store_id, status__in=BUSY).exists():
+            if DreamRun.objects.going().filter(store_id=store_id).exists():
                 log.info("scheduled dream of store %s skipped: a run is still going", store_id)
                 continue
         if not claim(policy_id, team_id, previous, now):

@@ -15,13 +15,16 @@ twice. Every step looks up the run's team in the system scope first and then wor
 A dry run persists nothing: the whole cycle runs in this process inside a transaction that is rolled back, and
 every proposal it reports has status ``preview``.
 
-The modules, in the order a run goes through them:
+The modules, in the order a run goes through them (each imports only the ones below it: runs → steps →
+finalizing → skills, selection, reports, queue):
 
+    runs        start a run (or a dry run, or a recorded preview) and wait for it; the preview_run task
+    steps       dispatch, analyze a batch (save its results), fail a batch, maybe finalize; their tasks
+    finalizing  finalize: aggregate, screen against waiting and rejected proposals, persist, apply the policy; its task
+    skills      the run's skill proposals (reviews.analysis.skills over the team's published skills)
     selection   the store's policy, which sessions a run reads, what Dreamweb itself served into them
-    runs        start a run (or a dry run, or a recorded preview) and wait for it
-    steps       what the tasks run: dispatch, analyze a batch (save its results), fail a batch, maybe finalize
-    finalizing  finalize: aggregate, screen against waiting and rejected proposals, persist, apply the policy
     reports     the run's report, in the shape of dream-output.schema.json
+    queue       what the tasks share: their options, enqueue (in-process without a broker), backoff, run_info
 
 Everything public is re-exported here (``from reviews.dreams import start_run``). A test that replaces a function
 patches the module that looks it up (e.g. ``reviews.dreams.finalizing._apply_policy``), not this package.
@@ -30,11 +33,10 @@ patches the module that looks it up (e.g. ``reviews.dreams.finalizing._apply_pol
 from .finalizing import WAITING, finalize
 from .reports import build_report, draft_report, proposal_report, report, run_proposals
 from .runs import STALE_AFTER, RunInProgress, preview, start_run, wait_for
-from .selection import FINISHED, get_policy, select_sessions, served_texts
+from .selection import get_policy, select_sessions, served_texts
 from .steps import RetryLater, analyze_batch, dispatch, fail_batch, maybe_finalize, transient_errors
 
 __all__ = [
-    "FINISHED",
     "STALE_AFTER",
     "WAITING",
     "RetryLater",

@@ -16,13 +16,15 @@ import logging
 from dataclasses import dataclass
 from decimal import Decimal
 
+from celery import shared_task
 from django.conf import settings
 from django.db.models import Sum
 from django.utils import timezone
 
 from dreamweb import rls
 from dreamweb.provenance import Author
-from memory.models import EntryStatus, MemoryEntry, MemoryStore
+from memory.models import MemoryStore
+from memory.services import snapshot, snapshot_hash
 from skills_registry.services import skill_snapshots
 
 from ..analysis import registry
@@ -38,10 +40,10 @@ from ..models import (
     RunStatus,
     SessionAnalysis,
 )
+from .queue import TASK_OPTIONS, run_info
 from .reports import build_report, draft_report
 from .selection import get_policy
 from .skills import skill_proposals
-from .steps import _info
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
 log = logging.getLogger("reviews.dreams")
@@ -60,14 +62,6 @@ def _session_findings(run: DreamRun) -> list:
         .values_list("session_id", "session__external_id", "session__agent", "session__task", "findings")
     )
     return [SessionFindings(sid, eid, agent, task, list(findings or [])) for sid, eid, agent, task, findings in rows]
-
-
-def _memory(store: MemoryStore) -> list[dict]:
-    return list(
-        MemoryEntry.objects.filter(store=store, status=EntryStatus.ACTIVE)
-        .order_by("key")
-        .values("key", "content", "content_hash", "scope_agent", "scope_task", "origin")
-    )
 
 
 @dataclass
@@ -185,7 +179,7 @@ def _apply_policy(run: DreamRun, proposal_ids: list[int], policy: AutonomyPolicy
 def finalize(run_id: int) -> dict | None:
     """Aggregate, persist and apply, once per run (running → aggregating compare-and-set); returns the run's
     report (dream-output.schema.json), or None when another finalize got there first."""
-    info = _info(run_id)
+    info = run_info(run_id)
     if info is None:
         log.warning("finalize: dream run %s does not exist", run_id)
         return None
@@ -216,7 +210,7 @@ def _finalize(run_id: int, team_id: int) -> dict:
         )
         policy = get_policy(run.store)
         sessions = _session_findings(run)
-        memory = _memory(run.store)
+        memory = snapshot(run.store)
         skills = skill_snapshots(team_id)
         result = aggregate_mod.aggregate(
             sessions,
@@ -252,7 +246,9 @@ def _finalize(run_id: int, team_id: int) -> dict:
                 "reinforced": len(result.reinforced),
                 "withheld": len(getattr(result, "withheld", []) or []),
                 "isolated_total": len(result.isolated),
-                "memory_hash_aggregated": _hash_of(memory),
+                "memory_hash_aggregated": snapshot_hash(
+                    (m["key"], m["scope_agent"], m["scope_task"], m["content_hash"]) for m in memory
+                ),
             }
         )
         DreamRun.objects.filter(pk=run_id).update(
@@ -294,18 +290,13 @@ def _finalize(run_id: int, team_id: int) -> dict:
         return build_report(run)
 
 
-def _hash_of(memory: list[dict]) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    for m in memory:
-        digest.update(
-            f"{m['key']}\x00{m['scope_agent'] or ''}\x00{m['scope_task'] or ''}\x00{m['content_hash']}\n".encode()
-        )
-    return digest.hexdigest()
-
-
 def _cost(label: str, tokens_in: int, tokens_out: int) -> Decimal:
     from ..analysis.openai_analyzer import estimate_cost
 
     return Decimal(str(round(estimate_cost(registry.model_of(label), tokens_in, tokens_out), 4)))
+
+
+@shared_task(name="reviews.tasks.finalize_run", **TASK_OPTIONS)
+def finalize_run(run_id: int) -> None:
+    """Aggregate the run's findings, persist its proposals and apply the store's policy (once)."""
+    finalize(run_id)

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
+from celery import shared_task
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -19,8 +20,9 @@ from memory.services import memory_hash
 from ..analysis import registry
 from ..models import DreamRun, RunStatus, Trigger
 from .finalizing import finalize
-from .selection import FINISHED, get_policy
-from .steps import _enqueue, _info, dispatch
+from .queue import TASK_OPTIONS, enqueue, run_info
+from .selection import get_policy
+from .steps import analyze_sessions, dispatch, dispatch_run
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
 log = logging.getLogger("reviews.dreams")
@@ -72,22 +74,19 @@ def start_run(
         )
     if wait and connection.in_atomic_block:
         raise RuntimeError("start_run(wait=True) must be called outside a transaction: the run starts on commit")
-    from .. import tasks
-
     with rls.team_scope(store.team_id):
         if not dry_run:
-            busy = DreamRun.objects.filter(
-                store=store,
-                dry_run=False,
-                status__in=[RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AGGREGATING],
-                created_at__gte=timezone.now() - STALE_AFTER,
-            ).first()
+            busy = (
+                DreamRun.objects.going()
+                .filter(store=store, dry_run=False, created_at__gte=timezone.now() - STALE_AFTER)
+                .first()
+            )
             if busy is not None:
                 raise RunInProgress(f"dream #{busy.pk} over {store.slug} is still {busy.status}")
         run = _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessions, agents)
         run_id = run.pk
-        task = tasks.preview_run if dry_run else tasks.dispatch_run
-        transaction.on_commit(lambda: _enqueue(task, run_id))
+        task = preview_run if dry_run else dispatch_run
+        transaction.on_commit(lambda: enqueue(task, run_id))
     if wait:
         run = wait_for(run, on_progress=on_progress, poll_seconds=poll_seconds)
     return run
@@ -132,7 +131,7 @@ def wait_for(
         if on_progress and state != seen:
             on_progress(run)
         seen = state
-        if run.status in FINISHED:
+        if run.status in RunStatus.finished():
             return run
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"dream #{run.pk} still {run.status} after {timeout} s")
@@ -142,13 +141,11 @@ def wait_for(
 def _dry_run(store, *, trigger, user, all_sessions, analyzer, max_sessions, agents) -> DreamRun:
     """The whole cycle in this process, inside a transaction that is rolled back: the same code as a real run,
     nothing persisted (no run row, no analyses, no policy row, no proposals)."""
-    from .. import tasks
-
     with transaction.atomic():
         with rls.team_scope(store.team_id):
             run = _create_run(store, trigger, user, True, all_sessions, analyzer, max_sessions, agents)
         for batch in dispatch(run.pk):
-            tasks.analyze_sessions.apply(args=[run.pk, batch], throw=True)
+            analyze_sessions.apply(args=[run.pk, batch], throw=True)
         report = finalize(run.pk)
         with rls.team_scope(store.team_id):
             run.refresh_from_db()
@@ -161,7 +158,7 @@ def _dry_run(store, *, trigger, user, all_sessions, analyzer, max_sessions, agen
 def preview(run_id: int) -> None:
     """A recorded dry run (pages, API): run the cycle without persisting it, then write what it would propose
     and its counts on the run row (queued → running → its final status)."""
-    info = _info(run_id)
+    info = run_info(run_id)
     if info is None:
         log.warning("preview: dream run %s does not exist", run_id)
         return
@@ -210,3 +207,9 @@ def preview(run_id: int) -> None:
             options={**opts, **(dry.options or {}), "preview": items},
             finished_at=timezone.now(),
         )
+
+
+@shared_task(name="reviews.tasks.preview_run", **TASK_OPTIONS)
+def preview_run(run_id: int) -> None:
+    """A recorded dry run (pages, API): the cycle without persisting it; the preview is written on the run row."""
+    preview(run_id)

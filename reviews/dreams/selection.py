@@ -11,8 +11,6 @@ from memory.models import AgentSession, ContextServe, MemoryEntry, MemoryStore, 
 
 from ..models import AnalysisStatus, AutonomyPolicy, RunStatus, SessionAnalysis
 
-FINISHED = (RunStatus.SUCCEEDED, RunStatus.PARTIAL, RunStatus.FAILED)
-
 
 def get_policy(store: MemoryStore) -> AutonomyPolicy:
     """The store's autonomy policy; a default (manual) one is created on first use."""
@@ -36,8 +34,9 @@ def select_sessions(
     if agents:
         sessions = sessions.filter(agent__in=list(agents))
     if not all_sessions:
+        not_failed = [*RunStatus.completed(), RunStatus.RUNNING, RunStatus.AGGREGATING]
         consumed = SessionAnalysis.objects.filter(team_id=store.team_id, run__store=store, run__dry_run=False).filter(
-            Q(status=AnalysisStatus.DONE, run__status__in=[*FINISHED[:2], RunStatus.RUNNING, RunStatus.AGGREGATING])
+            Q(status=AnalysisStatus.DONE, run__status__in=not_failed)
             | Q(status=AnalysisStatus.PENDING, run__status=RunStatus.RUNNING)
         )
         if exclude_run_id is not None:

@@ -1,5 +1,5 @@
-"""The steps the Celery tasks run (reviews/tasks.py): dispatch a run's batches, analyse a batch and save its results,
-fail a batch, and enqueue finalize once nothing is pending. Each takes ids and is idempotent."""
+"""The steps of a run before finalize, and their tasks: dispatch a run's batches, analyse a batch and save its
+results, fail a batch, and enqueue finalize once nothing is pending. Each takes ids and is idempotent."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from celery import group, shared_task
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -20,10 +21,14 @@ from memory.sessions import session_document
 
 from ..analysis import registry
 from ..models import AnalysisStatus, DreamRun, RunStatus, SessionAnalysis
+from .finalizing import finalize_run
+from .queue import TASK_OPTIONS, backoff, enqueue, run_info
 from .selection import delivered_notes, select_sessions, served_texts
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
 log = logging.getLogger("reviews.dreams")
+# The tasks' own lines (retries, a batch that failed as a whole) keep the logger of the workers' task module.
+task_log = logging.getLogger("reviews.tasks")
 
 
 class RetryLater(Exception):
@@ -43,44 +48,11 @@ def transient_errors() -> tuple[type[Exception], ...]:
     return (sdk.RateLimitError, sdk.APITimeoutError, sdk.APIConnectionError)
 
 
-@dataclass
-class _RunInfo:
-    team_id: int
-    status: str
-    analyzer: str
-    dry_run: bool
-    options: dict
-
-
-def run_team_id(run_id: int) -> int | None:
-    """The team of a dream run: a task gets only the run's id, and the database answers this one question across
-    teams with the team's id (reviews migration 0005)."""
-    if not rls.is_postgres():
-        return DreamRun.objects.filter(pk=run_id).values_list("team_id", flat=True).first()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT dreamweb_run_team(%s)", [run_id])
-        return cursor.fetchone()[0]
-
-
-def _info(run_id: int) -> _RunInfo | None:
-    # Everything, the run's own row included, is read inside the run's team's scope.
-    team_id = run_team_id(run_id)
-    if team_id is None:
-        return None
-    with rls.team_scope(team_id):
-        row = (
-            DreamRun.objects.filter(pk=run_id)
-            .values_list("team_id", "status", "analyzer", "dry_run", "options")
-            .first()
-        )
-    return _RunInfo(*row) if row else None
-
-
 def dispatch(run_id: int) -> list[list[int]]:
     """Select the run's sessions (once: queued → running) and return the batches still to analyse. A real run
     sends them to the workers when this commits; a redelivered dispatch of a running run sends the pending ones
     again (analysis is idempotent, so at worst some work is repeated, never counted twice)."""
-    info = _info(run_id)
+    info = run_info(run_id)
     if info is None:
         log.warning("dispatch: dream run %s does not exist", run_id)
         return []
@@ -119,26 +91,14 @@ def dispatch(run_id: int) -> list[list[int]]:
     return batches
 
 
-def _enqueue(task, *args) -> None:
-    """task.delay, or without a broker task.apply: the same code in this process (and no broker connection made)."""
-    if task.app.conf.task_always_eager:
-        task.apply(args=args)
-    else:
-        task.delay(*args)
-
-
 def _fan_out(run_id: int, batches: list[list[int]]) -> None:
-    from celery import group
-
-    from .. import tasks
-
     if not batches:
-        _enqueue(tasks.finalize_run, run_id)
-    elif tasks.analyze_sessions.app.conf.task_always_eager:
+        enqueue(finalize_run, run_id)
+    elif analyze_sessions.app.conf.task_always_eager:
         for batch in batches:  # no broker: one after the other, here
-            tasks.analyze_sessions.apply(args=[run_id, batch])
+            analyze_sessions.apply(args=[run_id, batch])
     else:
-        group(tasks.analyze_sessions.si(run_id, batch) for batch in batches).apply_async()
+        group(analyze_sessions.si(run_id, batch) for batch in batches).apply_async()
 
 
 def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: bool = True) -> None:
@@ -146,7 +106,7 @@ def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: boo
     compare-and-set on the analysis row (pending → done/failed) and counted once. A transient error stops the
     batch and raises RetryLater (the rest stay pending) unless this is the final attempt, when the session fails
     with that error."""
-    info = _info(run_id)
+    info = run_info(run_id)
     if info is None:
         log.warning("analyze: dream run %s does not exist", run_id)
         return
@@ -281,7 +241,7 @@ def _update_pending(results: list[dict], now) -> set[int]:
 
 def fail_batch(run_id: int, session_ids: Sequence[int], error: str) -> None:
     """Mark the batch's still-pending analyses failed with ``error`` and let the run go on to its end."""
-    info = _info(run_id)
+    info = run_info(run_id)
     if info is None:
         return
     with rls.team_scope(info.team_id):
@@ -304,12 +264,43 @@ def maybe_finalize(run_id: int, team_id: int) -> bool:
     """Enqueue finalize_run once nothing is pending. Each batch checks after its own commit, so the last one to
     commit sees every other batch done; two that both see it enqueue two finalizes, and the compare-and-set in
     finalize lets one through."""
-    from .. import tasks
-
     with rls.team_scope(team_id):
         if SessionAnalysis.objects.filter(run_id=run_id, status=AnalysisStatus.PENDING).exists():
             return False
         if not DreamRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).exists():
             return False
-    _enqueue(tasks.finalize_run, run_id)
+    enqueue(finalize_run, run_id)
     return True
+
+
+# --- the tasks that run these steps (registered as reviews.tasks.*; they take ids, never model instances) ----------
+
+
+@shared_task(name="reviews.tasks.dispatch_run", **TASK_OPTIONS)
+def dispatch_run(run_id: int) -> None:
+    """Select the run's sessions and send their batches to the workers."""
+    dispatch(run_id)
+
+
+@shared_task(name="reviews.tasks.analyze_sessions", bind=True, max_retries=None, **TASK_OPTIONS)
+def analyze_sessions(self, run_id: int, session_ids: list[int]) -> None:
+    """Analyse one batch of a run's sessions (the pending ones; done ones are skipped)."""
+    limit = int(getattr(settings, "DREAMWEB_ANALYSIS_MAX_RETRIES", 3))
+    attempt = self.request.retries
+    while True:
+        try:
+            analyze_batch(run_id, session_ids, final_attempt=attempt >= limit)
+            return
+        except RetryLater as exc:
+            task_log.warning("dream #%s: %r; retry %s of %s", run_id, exc.error, attempt + 1, limit)
+            if not self.request.is_eager:
+                raise self.retry(exc=exc.error, countdown=backoff(attempt)) from exc
+            # In-process (no broker) there is no queue to come back through: wait a little here and go again.
+            time.sleep(backoff(attempt, base=0.2, cap=10.0))
+            attempt += 1
+        except Exception as exc:
+            # Not a session's error (those are saved per session) but the batch's own, e.g. a result that cannot be
+            # stored: its sessions fail with it, so the run still ends (partial) instead of waiting forever.
+            task_log.exception("dream #%s: a batch of %s sessions failed", run_id, len(session_ids))
+            fail_batch(run_id, session_ids, f"{type(exc).__name__}: {exc}")
+            return

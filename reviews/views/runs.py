@@ -19,7 +19,6 @@ from memory.models import MemoryStore
 from ..forms import DreamForm
 from ..models import AnalysisStatus, DreamRun, Proposal, RunStatus, SessionAnalysis
 
-ACTIVE = {RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AGGREGATING}
 # The big JSON columns of a run are not needed on the list.
 LIST_DEFER = ("isolated", "options", "error")
 
@@ -97,7 +96,7 @@ def run_detail(request, pk: int):
     )
     context = {
         "run": run,
-        "active": run.status in ACTIVE,
+        "active": run.status in RunStatus.going(),
         "failures": list(failures),
         "proposals": list(proposals),
         "preview": (run.options or {}).get("preview") or [],
