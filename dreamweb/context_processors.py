@@ -1,7 +1,8 @@
+from .views import current_membership, memberships
+
+
 def teams(request):
     """The header's team switcher: the person's memberships and the team the lists show (one query a request)."""
-    from .views import current_membership, memberships
-
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}

@@ -7,8 +7,6 @@ from datetime import timedelta
 from django import forms
 from django.utils import timezone
 
-from memory.models import MemoryStore
-
 from .models import DEFAULT_SCOPES, Scope
 
 
@@ -26,7 +24,7 @@ class AgentKeyForm(forms.Form):
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
-        slugs = MemoryStore.objects.for_team(team).values_list("slug", flat=True)
+        slugs = team.store_slugs()
         self.fields["writable_stores"].choices = [("*", "Every store that lets agents write")] + [(s, s) for s in slugs]
 
     def key_arguments(self) -> dict:

@@ -4,6 +4,7 @@ is too low. Views call these instead of filtering by hand."""
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from .models import Membership, Role
@@ -27,8 +28,6 @@ def get_for_user(queryset, user, *, role: str = Role.VIEWER, **lookup):
 def require_role(user, team, role: str) -> Membership:
     membership = membership_for(user, getattr(team, "pk", team))
     if membership is None:
-        from django.http import Http404
-
         raise Http404("No such team.")
     if not membership.allows(role):
         raise PermissionDenied(f"This needs the {role} role.")

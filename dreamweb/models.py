@@ -43,6 +43,11 @@ class Team(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    def store_slugs(self) -> list[str]:
+        """Slugs of the team's memory stores (an agent key names the ones it may write). Read through the reverse
+        relation that memory.MemoryStore declares, because dreamweb, below every app, imports none of them."""
+        return list(self.stores.values_list("slug", flat=True))
+
 
 class Membership(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")

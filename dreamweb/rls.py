@@ -23,7 +23,7 @@ import contextlib
 from collections.abc import Iterable, Iterator
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 
 SETTING = "dreamweb.team_ids"
 # Only the owner role (and SECURITY DEFINER functions, which run as the owner) see every team with this value.
@@ -228,8 +228,6 @@ def set_scope(team_ids: Iterable[int] | str) -> None:
 
 def grant_app_role(sender=None, using="default", **kwargs) -> None:
     """After migrate (run as the owner role), give the application role data access and nothing more."""
-    from django.db import connections
-
     conn = connections[using]
     if conn.vendor != "postgresql":
         return

@@ -48,6 +48,8 @@ INSTALLED_APPS = [
     "memory",
     "skills_registry",
     "reviews",
+    # Demo data for `make run` (seed_demo): wiring that may use every app, and that no app uses.
+    "demo",
 ]
 
 MIDDLEWARE = [

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from django.db import models
 
+# dreamweb.models builds its managers on TeamQuerySet, so the two modules need each other: models are looked up
+# when a query is built, not when this module loads.
+
 
 def team_key(name: str) -> models.UniqueConstraint:
     """``(id, team)`` unique: what the composite foreign keys of other team-owned rows point at, so that the
@@ -25,14 +28,16 @@ class TeamQuerySet(models.QuerySet):
     def for_team(self, team):
         return self.filter(team=team)
 
-    def for_user(self, user, role: str = "viewer"):
-        """Rows of the teams where the user holds at least ``role``."""
+    def for_user(self, user, role: str = "viewer", *, team=None):
+        """Rows of the teams where the user holds at least ``role``; only ``team``'s when given (a page listing
+        the team it shows)."""
         if user is None or not user.is_authenticated:
             return self.none()
         from .models import Membership
 
         team_ids = Membership.objects.filter(user=user, role__in=role_at_least(role)).values("team_id")
-        return self.filter(team_id__in=team_ids)
+        rows = self.filter(team_id__in=team_ids)
+        return rows if team is None else rows.filter(team=team)
 
     def for_agent_key(self, key):
         if key is None:

@@ -16,6 +16,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from .forms import AgentKeyForm
 from .gates import get_for_user, require_role
 from .models import AgentKey, Membership, Role, Team
 
@@ -97,8 +98,6 @@ def _team_for_admin(request, slug: str) -> Team:
 @require_http_methods(["GET", "POST"])
 def agent_keys(request, slug: str):
     """List a team's agent keys and create one. The secret is in this one response and nowhere else."""
-    from .forms import AgentKeyForm
-
     team = _team_for_admin(request, slug)
     created = raw = None
     form = AgentKeyForm(request.POST or None, team=team)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
+from django.db import transaction
 from django.utils import timezone
 
 from .models import EntryStatus, MemoryEntry, MemoryStore, Operation, StoreKind
@@ -162,8 +163,6 @@ def validate_document(doc, *, store_slug: str | None = None) -> CleanDocument:
 
 def import_document(team, doc, *, store_slug: str | None = None, author: Author | None = None) -> ImportReport:
     """Import an export document into the team's store (created when missing). Call inside the team's scope."""
-    from django.db import transaction
-
     clean = validate_document(doc, store_slug=store_slug)
     author = author or Author.system()
     prov = Provenance(reason="imported")

@@ -6,6 +6,7 @@ from django import forms
 
 from dreamweb.input_guard import parse_id
 
+from .analysis import registry
 from .models import AutonomyPolicy, ProposalOperation, Risk
 from .services import POLICY_FIELDS
 
@@ -125,8 +126,6 @@ class PolicyForm(forms.ModelForm):
         return value
 
     def clean_analyzer(self):
-        from .analysis import registry
-
         value = (self.cleaned_data["analyzer"] or "").strip()
         if value not in registry.names():
             raise forms.ValidationError(f"One of: {', '.join(registry.names())}.")

@@ -14,7 +14,7 @@ from dreamweb.provenance import Author, InvalidChange, Provenance, WriteConflict
 from memory.services import apply_change
 from skills_registry.services import apply_skill_change
 
-from .models import PolicyMode, Proposal, ProposalStatus, Risk, TargetKind
+from .models import AutonomyPolicy, PolicyChange, PolicyMode, Proposal, ProposalStatus, Risk, TargetKind
 
 
 class DecisionError(Exception):
@@ -181,8 +181,6 @@ def update_policy(store, *, user, values: dict):
     The store's policy row is created on first save (until then the defaults apply, and the audit shows them as
     the old values). Nothing is recorded when nothing changed.
     """
-    from .models import AutonomyPolicy, PolicyChange
-
     with transaction.atomic():
         policy, _ = AutonomyPolicy.objects.select_for_update().get_or_create(store=store, defaults={"team": store.team})
         changes = {}

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from demo.data import generate_sessions
 from dreamweb.models import AgentKey, Membership, Team, hash_key
-from memory.demo import generate_sessions
 from memory.models import AgentSession, MemoryEntry, MemoryStore
 from memory.sessions import validate_session
 from tests.conftest import is_postgres

@@ -101,7 +101,7 @@ def event_rows(events: list, *, mark_index: int | None = None, mark: str = "") -
 @require_GET
 def session_list(request):
     membership = current_team_or_404(request)
-    sessions = AgentSession.objects.for_user(request.user).filter(team=membership.team)
+    sessions = AgentSession.objects.for_user(request.user, team=membership.team)
     agent = request.GET.get("agent") or ""
     outcome = request.GET.get("outcome") or ""
     if agent:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from . import rules
+
 log = logging.getLogger(__name__)
 
 DEFAULT = "rules"
@@ -83,10 +85,9 @@ def get(label: str) -> Analyzer:
     if name in _registered:
         return _registered[name](label)
     if name == "rules":
-        from . import rules
-
         return Analyzer("rules", "rules", rules.analyze)
     if name == "openai":
+        # Imported only for a run that uses it: a rules-only worker does not load the model's side.
         from .openai_analyzer import OpenAIAnalyzer
 
         analyzer = OpenAIAnalyzer(model=arg or settings.DREAMWEB_LLM_MODEL)

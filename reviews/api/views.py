@@ -20,6 +20,8 @@ from dreamweb.api_base import (
 from dreamweb.api_permissions import HasScope
 from dreamweb.input_guard import MAX_ID
 from memory.api.common import get_store
+from reviews.analysis import registry
+from reviews.dreams import start_run
 from reviews.models import DreamRun, Proposal, ProposalEvidence, ProposalStatus, Risk, RunStatus
 
 DREAMS = [HasScope("dreams")]
@@ -123,8 +125,6 @@ class DreamTriggerSerializer(serializers.Serializer):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        from reviews.analysis import registry
-
         # The analyzers this installation has (operators may add some): the schema lists them too.
         self.fields["analyzer"].choices = registry.names()
 
@@ -227,9 +227,6 @@ class DreamTriggerView(AgentAPIView):
         data = DreamTriggerSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        # Imported here: the dream pipeline is heavy and only this endpoint needs it.
-        from reviews.dreams import start_run
-
         options = {"dry_run": d["dry_run"], "all_sessions": d["all_sessions"]}
         if d.get("analyzer"):
             options["analyzer"] = d["analyzer"]

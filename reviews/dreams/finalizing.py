@@ -27,7 +27,10 @@ from memory.models import MemoryStore
 from memory.services import snapshot, snapshot_hash
 from skills_registry.services import skill_snapshots
 
+# The module, not its function: looked up when a run finalizes (tests replace aggregate.aggregate).
+from ..analysis import aggregate as aggregate_mod
 from ..analysis import registry
+from ..analysis.findings import SessionFindings
 from ..analysis.risk import is_poisoned
 from ..models import (
     AnalysisStatus,
@@ -40,6 +43,7 @@ from ..models import (
     RunStatus,
     SessionAnalysis,
 )
+from ..services import NotPending, apply_proposal, policy_allows
 from .queue import TASK_OPTIONS, run_info
 from .reports import build_report, draft_report
 from .selection import get_policy
@@ -54,8 +58,6 @@ WAITING = (ProposalStatus.PENDING, ProposalStatus.APPLYING, ProposalStatus.QUARA
 
 
 def _session_findings(run: DreamRun) -> list:
-    from ..analysis.findings import SessionFindings
-
     rows = (
         SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE)
         .order_by("id")
@@ -153,8 +155,6 @@ def _persist(run: DreamRun, drafts: list) -> list[int]:
 def _apply_policy(run: DreamRun, proposal_ids: list[int], policy: AutonomyPolicy) -> dict[str, int]:
     """Apply what the store's policy allows, one proposal at a time (each all-or-nothing; a stale target gives
     conflict). Quarantined and high-risk proposals never get here (policy_allows says no)."""
-    from ..services import NotPending, apply_proposal, policy_allows
-
     counts = {"applied": 0, "conflict": 0}
     if policy.mode == PolicyMode.MANUAL or not proposal_ids:
         return counts
@@ -200,8 +200,6 @@ def finalize(run_id: int) -> dict | None:
 
 
 def _finalize(run_id: int, team_id: int) -> dict:
-    from ..analysis import aggregate as aggregate_mod
-
     with rls.team_scope(team_id):
         run = DreamRun.objects.select_related("store", "team").get(pk=run_id)
         # Anything still pending was never analysed (finalize reached by hand); it counts as failed.
@@ -291,6 +289,7 @@ def _finalize(run_id: int, team_id: int) -> dict:
 
 
 def _cost(label: str, tokens_in: int, tokens_out: int) -> Decimal:
+    # Imported when a run ends, not with this module: the openai analyzer's module is the language model's side.
     from ..analysis.openai_analyzer import estimate_cost
 
     return Decimal(str(round(estimate_cost(registry.model_of(label), tokens_in, tokens_out), 4)))

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from django.db.models import F, Q
 
 from memory.models import AgentSession, ContextServe, MemoryEntry, MemoryStore, MemoryVersion
+from skills_registry.models import Skill
 
 from ..models import AnalysisStatus, AutonomyPolicy, RunStatus, SessionAnalysis
 
@@ -67,8 +68,6 @@ def served_texts(team_id: int, external_ids: Iterable[str]) -> dict[str, list[st
     skill_names = {s["name"] for _, _, skills in serves for s in skills or [] if s.get("name")}
     skill_texts: dict[str, str] = {}
     if skill_names:
-        from skills_registry.models import Skill
-
         for name, description, body in Skill.objects.filter(team_id=team_id, name__in=skill_names).values_list(
             "name", "description", "body"
         ):

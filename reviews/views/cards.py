@@ -14,6 +14,7 @@ from django.db.models import Prefetch
 from django.urls import reverse
 
 from memory.models import MemoryEntry
+from skills_registry.models import Skill
 
 from .. import diffs
 from ..models import Proposal, ProposalEvidence, ProposalOperation, TargetKind
@@ -79,8 +80,6 @@ def _current_skills(proposals) -> dict:
     wanted = {(p.team_id, name) for p in proposals if p.target_kind == TargetKind.SKILL for name in p.targets or []}
     if not wanted:
         return {}
-    from skills_registry.models import Skill
-
     rows = Skill.objects.filter(team_id__in={t for t, _ in wanted}, name__in={n for _, n in wanted}).only(
         "id", "team_id", "name", "body", "content_hash", "status"
     )

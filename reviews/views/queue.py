@@ -50,7 +50,7 @@ RECENT = timedelta(days=7)
 def facets(user, team, store_id=None) -> list[dict]:
     """Pending cards grouped by operation, kind, agent scope and risk: one scan gives the filter choices, the
     risk counters and the total for any combination of filters (no COUNT per question)."""
-    pending = Proposal.objects.for_user(user).filter(team=team).pending()
+    pending = Proposal.objects.for_user(user, team=team).pending()
     if store_id:
         pending = pending.filter(store_id=store_id)
     return list(pending.order_by().values("operation", "kind", "scope_agent", "risk").annotate(n=Count("id")))
@@ -71,7 +71,7 @@ def counts(user, team, store_id=None, rows: list[dict] | None = None) -> dict:
     for row in rows:
         result["pending"] += row["n"]
         result[row["risk"]] = result.get(row["risk"], 0) + row["n"]
-    decided = Proposal.objects.for_user(user).filter(team=team, decided_at__gte=timezone.now() - RECENT)
+    decided = Proposal.objects.for_user(user, team=team).filter(decided_at__gte=timezone.now() - RECENT)
     if store_id:
         decided = decided.filter(store_id=store_id)
     by_status = dict(decided.order_by().values_list("status").annotate(n=Count("id")))
@@ -112,7 +112,7 @@ def counters_context(request, team, store_id=None, rows: list[dict] | None = Non
 def queue(request):
     membership = current_team_or_404(request)
     team = membership.team
-    stores = list(MemoryStore.objects.for_user(request.user).filter(team=team).order_by("slug"))
+    stores = list(MemoryStore.objects.for_user(request.user, team=team).order_by("slug"))
     # The store filter first: the other filters' choices and every count are about the chosen store.
     store_id = QueueFilterForm(request.GET, stores=stores, kinds=[], agents=[]).filters().get("store")
     rows = facets(request.user, team, store_id)
@@ -120,7 +120,7 @@ def queue(request):
     agents = sorted({r["scope_agent"] for r in rows if r["scope_agent"]})
     form = QueueFilterForm(request.GET, stores=stores, kinds=kinds, agents=agents)
     f = form.filters()
-    pending = Proposal.objects.for_user(request.user).filter(team=team).pending()
+    pending = Proposal.objects.for_user(request.user, team=team).pending()
     ordered = filtered(pending, f).order_by(*SORTS[f["sort"]][1])
     total = sum(r["n"] for r in rows if _matches(r, f))
     page = CountedPaginator(cards.with_card_data(ordered), f["per"], count=total).get_page(request.GET.get("page"))

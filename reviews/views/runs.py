@@ -16,6 +16,7 @@ from dreamweb.models import Role
 from dreamweb.views import current_team_or_404
 from memory.models import MemoryStore
 
+from ..dreams import RunInProgress, start_run
 from ..forms import DreamForm
 from ..models import AnalysisStatus, DreamRun, Proposal, RunStatus, SessionAnalysis
 
@@ -28,8 +29,8 @@ LIST_DEFER = ("isolated", "options", "error")
 def run_list(request):
     membership = current_team_or_404(request)
     team = membership.team
-    stores = list(MemoryStore.objects.for_user(request.user).filter(team=team).order_by("slug"))
-    runs = DreamRun.objects.for_user(request.user).filter(team=team).select_related("store", "created_by")
+    stores = list(MemoryStore.objects.for_user(request.user, team=team).order_by("slug"))
+    runs = DreamRun.objects.for_user(request.user, team=team).select_related("store", "created_by")
     store_id = parse_id(request.GET.get("store"))  # a filter that is not an id is dropped, as on every page
     if store_id is not None:
         runs = runs.filter(store_id=store_id)
@@ -116,9 +117,6 @@ def dream_now(request, store_pk: int):
     form = DreamForm(request.POST)
     form.is_valid()
     dry_run = bool(form.cleaned_data.get("dry_run"))
-    # Imported here: the pipeline (analyzers, tasks) is heavy and the other pages do not need it.
-    from ..dreams import RunInProgress, start_run
-
     try:
         run = start_run(store, trigger="page", user=request.user, dry_run=dry_run)
     except (RunInProgress, ValueError) as exc:  # ValueError: the policy names an analyzer that does not exist

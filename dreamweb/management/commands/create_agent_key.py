@@ -50,9 +50,7 @@ class Command(BaseCommand):
             scopes.append(Scope.MEMORY_WRITE)
         expires_at = timezone.now() + timedelta(days=expires_days) if expires_days else None
         with rls.team_scope(team):
-            from memory.models import MemoryStore
-
-            known = set(MemoryStore.objects.for_team(team).values_list("slug", flat=True))
+            known = set(team.store_slugs())
             unknown = [s for s in stores if s != "*" and s not in known]
             if unknown:
                 raise CommandError(f"no store {', '.join(unknown)} in team {team.slug}")

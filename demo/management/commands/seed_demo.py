@@ -1,11 +1,11 @@
 """python manage.py seed_demo: a living demo system for a newcomer.
 
 Creates the team ``demo`` (and ``rival``, so that isolation is visible), users with printed logins, a superuser,
-three stores with memory, an agent key, a few hundred realistic sessions (memory.demo) and, when the dream pipeline
-is installed, one dream over the main store so the review queue has proposals. Running it again adds nothing.
+three stores with memory, an agent key, a few hundred realistic sessions (demo.data) and, when the dream pipeline is
+installed, one dream over the main store so the review queue has proposals. Running it again adds nothing.
 
 The logins have known passwords, so the command refuses to run with DEBUG off unless told --insecure-ok.
-This command is wiring (it touches every app), which is why it may reach into reviews.
+This command is wiring (it touches every app), which is why it lives in the demo app, which no app imports.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from demo.data import DEMO_SEED, DEMO_STORES, generate_sessions
 from dreamweb import rls
 from dreamweb.models import AgentKey, Membership, Role, Scope, Team
 from dreamweb.provenance import Author, Provenance
 from dreamweb.services import create_team
-from memory.demo import DEMO_SEED, DEMO_STORES, generate_sessions
-from memory.models import MemoryEntry, MemoryStore, Operation
+from memory.models import AgentSession, MemoryEntry, MemoryStore, Operation
 from memory.services import create_entry
 from memory.sessions import store_batch, validate_session
 
@@ -137,8 +137,6 @@ class Command(BaseCommand):
                 batch = []
         if batch:
             new += len(store_batch(team, batch).created)
-        from memory.models import AgentSession
-
         return new, AgentSession.objects.for_team(team).count()
 
     def _key(self, team, admin) -> str | None:
@@ -150,6 +148,7 @@ class Command(BaseCommand):
         return raw
 
     def _dream(self, team, user) -> str:
+        # Imported here, not with the command: the demo data stays usable where the dream pipeline is left out.
         try:
             from reviews.dreams import start_run
             from reviews.models import DreamRun, RunStatus, Trigger
