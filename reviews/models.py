@@ -207,12 +207,59 @@ class ProposalStatus(models.TextChoices):
     SUPERSEDED = "superseded", "Superseded"
 
 
+# The review queue's filters: the name a filter has in the queue's URL → the Proposal field it compares. The agent
+# filter's UNSCOPED value asks for the proposals scoped to no agent.
+QUEUE_FILTERS = {"operation": "operation", "kind": "kind", "risk": "risk", "agent": "scope_agent"}
+UNSCOPED = "_none"
+# What a facet row groups by (ProposalQuerySet.facets): every filtered field.
+FACET_FIELDS = ("operation", "kind", "scope_agent", "risk")
+assert set(FACET_FIELDS) == set(QUEUE_FILTERS.values())  # a facet row holds every filtered field
+
+
+def queue_conditions(filters: dict) -> dict:
+    """The queue's filters as {field: value} (None: the field is empty); filters without a value are left out.
+    Both ProposalQuerySet.filtered and facet_matches compare these, so the two cannot disagree."""
+    conditions = {}
+    for name, field in QUEUE_FILTERS.items():
+        value = filters.get(name)
+        if value:
+            conditions[field] = None if name == "agent" and value == UNSCOPED else value
+    return conditions
+
+
+def facet_matches(row: dict, filters: dict) -> bool:
+    """Whether a facet row (ProposalQuerySet.facets) counts under these filters."""
+    return all(row[field] == value for field, value in queue_conditions(filters).items())
+
+
 class ProposalQuerySet(TeamQuerySet):
     def pending(self):
         return self.filter(status=ProposalStatus.PENDING)
 
     def for_store(self, store):
         return self.filter(store=store)
+
+    def in_store(self, store_id: int | None):
+        """The proposals of one store when a store is chosen, else all of them (the queue's store filter)."""
+        return self.filter(store_id=store_id) if store_id else self
+
+    def filtered(self, filters: dict):
+        """The queue's filters: store, operation, kind, risk, agent (queue_conditions)."""
+        lookups = {
+            f"{field}__isnull" if value is None else field: True if value is None else value
+            for field, value in queue_conditions(filters).items()
+        }
+        return self.in_store(filters.get("store")).filter(**lookups)
+
+    def facets(self) -> list[dict]:
+        """The rows grouped by operation, kind, agent scope and risk, with their number ``n``: one scan gives the
+        queue's filter choices, its risk counters and its total under any filters (facet_matches), no COUNT each."""
+        return list(self.order_by().values(*FACET_FIELDS).annotate(n=models.Count("id")))
+
+    def decided_since(self, since) -> dict[str, int]:
+        """How many were decided since ``since``, by status."""
+        rows = self.filter(decided_at__gte=since).order_by().values_list("status").annotate(n=models.Count("id"))
+        return dict(rows)
 
 
 class Proposal(models.Model):

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from dreamweb.models import AgentKey
-from memory import context as ctx
+from memory import ranking as ctx
 from memory.models import ContextServe, EntryStatus, MemoryEntry
 from tests.api_support import Api, fast_passwords, keys, make_key  # noqa: F401 - fixtures
 from tests.conftest import is_postgres

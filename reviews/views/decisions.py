@@ -15,8 +15,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from dreamweb.gates import get_for_user
-from dreamweb.models import Role
 from dreamweb.views import safe_next
 from memory.models import MemoryVersion
 
@@ -24,11 +22,8 @@ from .. import services
 from ..forms import BulkForm, DecisionForm
 from ..models import Proposal, ProposalStatus
 from . import cards
-from .queue import counters_context, may_decide, store_from_next
-
-
-def _load(request, pk: int, role: str = Role.REVIEWER) -> Proposal:
-    return get_for_user(cards.with_card_data(Proposal.objects.all()), request.user, role=role, pk=pk)
+from .gates import decidable, may_decide_on, proposal_for
+from .queue import counters_context, store_from_next
 
 
 def _card(proposal: Proposal) -> Proposal:
@@ -39,8 +34,8 @@ def _card(proposal: Proposal) -> Proposal:
 @vary_on_headers("HX-Request")
 @require_GET
 def proposal_detail(request, pk: int):
-    proposal = _card(_load(request, pk, role=Role.VIEWER))
-    context = {"p": proposal, "can_decide": may_decide(request.user, proposal), "next": request.get_full_path()}
+    proposal = _card(proposal_for(request, pk, deciding=False))
+    context = {"p": proposal, "can_decide": may_decide_on(request.user, proposal), "next": request.get_full_path()}
     if request.htmx:
         return render(request, "reviews/queue.html#card", context)
     versions = []
@@ -53,7 +48,7 @@ def proposal_detail(request, pk: int):
 @vary_on_headers("HX-Request")
 @require_GET
 def edit(request, pk: int):
-    proposal = _card(_load(request, pk))
+    proposal = _card(proposal_for(request, pk))
     context = {"p": proposal, "can_decide": True, "editing": True, "next": safe_next(request, reverse("reviews:queue"))}
     if request.htmx:
         return render(request, "reviews/queue.html#card-edit", context)
@@ -91,7 +86,7 @@ def _respond(request, proposal: Proposal | None, level: str, text: str, *, keep_
 @login_required
 @require_POST
 def approve(request, pk: int):
-    proposal = _load(request, pk)
+    proposal = proposal_for(request, pk)
     form = DecisionForm(request.POST)
     form.is_valid()
     content = form.cleaned_data.get("content")
@@ -99,17 +94,17 @@ def approve(request, pk: int):
     try:
         result = services.approve(proposal, user=request.user, content=content or None, reason=reason)
     except services.NotPending as exc:
-        return _respond(request, _load(request, pk), messages.WARNING, str(exc), keep_card=False)
+        return _respond(request, proposal_for(request, pk), messages.WARNING, str(exc), keep_card=False)
     except services.DecisionError as exc:
-        return _respond(request, _load(request, pk), messages.ERROR, str(exc), keep_card=True)
+        return _respond(request, proposal_for(request, pk), messages.ERROR, str(exc), keep_card=True)
     level, text = _outcome_message(request, result)
-    return _respond(request, _load(request, pk), level, text, keep_card=result.status == ProposalStatus.CONFLICT)
+    return _respond(request, proposal_for(request, pk), level, text, keep_card=result.status == ProposalStatus.CONFLICT)
 
 
 @login_required
 @require_POST
 def reject(request, pk: int):
-    proposal = _load(request, pk)
+    proposal = proposal_for(request, pk)
     form = DecisionForm(request.POST)
     form.is_valid()
     try:
@@ -132,7 +127,7 @@ def bulk(request):
         return redirect(next_url)
     ids = form.cleaned_data["ids"]
     # Only cards the person may decide: the others are not even looked at (and are not reported as existing).
-    selected = list(Proposal.objects.for_user(request.user, role=Role.REVIEWER).filter(pk__in=ids).order_by("id"))
+    selected = list(decidable(request.user).filter(pk__in=ids).order_by("id"))
     if len(selected) != len(ids):
         messages.warning(request, f"{len(ids) - len(selected)} selected card(s) are not yours to decide; skipped.")
     approve_them = form.cleaned_data["action"] == "approve"

@@ -8,73 +8,33 @@ from urllib.parse import urlencode, urlsplit
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count
 from django.http import QueryDict
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from dreamweb.gates import membership_for
 from dreamweb.input_guard import parse_id
-from dreamweb.models import Role
 from dreamweb.views import current_team_or_404
 from memory.models import MemoryStore
 
 from ..forms import PER_PAGE, SORTS, QueueFilterForm
-from ..models import Proposal, ProposalStatus, Risk
+from ..models import Proposal, ProposalStatus, Risk, facet_matches
 from . import cards
-
-FILTER_NAMES = ("store", "operation", "kind", "risk", "agent", "sort", "per")
-
-
-def filtered(queryset, f: dict):
-    if f.get("store"):
-        queryset = queryset.filter(store_id=f["store"])
-    if f.get("operation"):
-        queryset = queryset.filter(operation=f["operation"])
-    if f.get("kind"):
-        queryset = queryset.filter(kind=f["kind"])
-    if f.get("risk"):
-        queryset = queryset.filter(risk=f["risk"])
-    if f.get("agent") == "_none":
-        queryset = queryset.filter(scope_agent__isnull=True)
-    elif f.get("agent"):
-        queryset = queryset.filter(scope_agent=f["agent"])
-    return queryset
-
+from .gates import may_decide
 
 RECENT = timedelta(days=7)
 
 
-def facets(user, team, store_id=None) -> list[dict]:
-    """Pending cards grouped by operation, kind, agent scope and risk: one scan gives the filter choices, the
-    risk counters and the total for any combination of filters (no COUNT per question)."""
-    pending = Proposal.objects.for_user(user, team=team).pending()
-    if store_id:
-        pending = pending.filter(store_id=store_id)
-    return list(pending.order_by().values("operation", "kind", "scope_agent", "risk").annotate(n=Count("id")))
-
-
-def _matches(row: dict, f: dict) -> bool:
-    if f.get("agent") == "_none" and row["scope_agent"] is not None:
-        return False
-    if f.get("agent") and f["agent"] != "_none" and row["scope_agent"] != f["agent"]:
-        return False
-    return all(not f.get(name) or row[name] == f[name] for name in ("operation", "kind", "risk"))
-
-
 def counts(user, team, store_id=None, rows: list[dict] | None = None) -> dict:
     """The live counters: pending cards per risk, and cards decided in the last seven days per outcome."""
-    rows = facets(user, team, store_id) if rows is None else rows
+    proposals = Proposal.objects.for_user(user, team=team).in_store(store_id)
+    rows = proposals.pending().facets() if rows is None else rows
     result = {"pending": 0, **dict.fromkeys(Risk.values, 0)}
     for row in rows:
         result["pending"] += row["n"]
         result[row["risk"]] = result.get(row["risk"], 0) + row["n"]
-    decided = Proposal.objects.for_user(user, team=team).filter(decided_at__gte=timezone.now() - RECENT)
-    if store_id:
-        decided = decided.filter(store_id=store_id)
-    by_status = dict(decided.order_by().values_list("status").annotate(n=Count("id")))
+    by_status = proposals.decided_since(timezone.now() - RECENT)
     for status in (ProposalStatus.APPLIED, ProposalStatus.REJECTED, ProposalStatus.CONFLICT):
         result[status] = by_status.get(status, 0)
     return result
@@ -115,14 +75,14 @@ def queue(request):
     stores = list(MemoryStore.objects.for_user(request.user, team=team).order_by("slug"))
     # The store filter first: the other filters' choices and every count are about the chosen store.
     store_id = QueueFilterForm(request.GET, stores=stores, kinds=[], agents=[]).filters().get("store")
-    rows = facets(request.user, team, store_id)
+    pending = Proposal.objects.for_user(request.user, team=team).pending()
+    rows = pending.in_store(store_id).facets()
     kinds = sorted({r["kind"] for r in rows if r["kind"]})
     agents = sorted({r["scope_agent"] for r in rows if r["scope_agent"]})
     form = QueueFilterForm(request.GET, stores=stores, kinds=kinds, agents=agents)
     f = form.filters()
-    pending = Proposal.objects.for_user(request.user, team=team).pending()
-    ordered = filtered(pending, f).order_by(*SORTS[f["sort"]][1])
-    total = sum(r["n"] for r in rows if _matches(r, f))
+    ordered = pending.filtered(f).order_by(*SORTS[f["sort"]][1])
+    total = sum(r["n"] for r in rows if facet_matches(r, f))
     page = CountedPaginator(cards.with_card_data(ordered), f["per"], count=total).get_page(request.GET.get("page"))
     defaults = {"sort": "prevalence", "per": PER_PAGE}
     keep = {k: v for k, v in f.items() if v and defaults.get(k) != v}
@@ -133,7 +93,7 @@ def queue(request):
         "proposals": cards.decorate(list(page.object_list)),
         "query": urlencode(keep),
         "next": request.get_full_path(),
-        "can_decide": membership.allows(Role.REVIEWER),
+        "can_decide": may_decide(membership),
         "team": team,
         "stores": stores,
         **counters_context(request, team, f.get("store"), rows),
@@ -142,8 +102,3 @@ def queue(request):
         # Paging, filters and bulk decisions swap the list; counters and messages ride along out of band.
         return render(request, "reviews/queue_list_response.html", context)
     return render(request, "reviews/queue.html", context)
-
-
-def may_decide(user, proposal) -> bool:
-    membership = membership_for(user, proposal.team_id)
-    return membership is not None and membership.allows(Role.REVIEWER)
