@@ -101,10 +101,20 @@ class InvalidChange(ChangeRefused):
 class WriteConflict(ChangeRefused):
     """The target changed since the caller read it: the write named a version or content hash no longer current.
 
-    ``expected`` is what the caller named, ``actual`` the current one; ``target`` says what it is about."""
+    ``expected`` is what the caller named, ``actual`` the current one. A subclass says what its targets are
+    (``target``) and which of their fields names them (``name_field``)."""
 
     target = "target"
+    name_field = "pk"
 
-    def __init__(self, name: str, expected: str | None, actual: str):
-        self.expected, self.actual = expected, actual
+    def __init__(self, obj, expected: str | None, actual: str):
+        self.obj, self.expected, self.actual = obj, expected, actual
+        name = getattr(obj, self.name_field)
         super().__init__(f"{self.target} {name!r} changed: prepared against {expected or 'nothing'}, now {actual}")
+
+    @classmethod
+    def check(cls, obj, expected: str | None) -> None:
+        """Optimistic concurrency: every write names the content hash it was prepared against, and is refused when
+        ``obj`` (read under a row lock) no longer has it."""
+        if expected != obj.content_hash:
+            raise cls(obj, expected, obj.content_hash)

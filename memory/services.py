@@ -28,15 +28,15 @@ class StaleWrite(WriteConflict, MemoryWriteError):
     """The entry changed since the caller read it (HTTP 412). ``entry`` is its current state; ``expected`` and
     ``actual`` name versions (or content hashes, for proposals)."""
 
-    target = "entry"
+    target, name_field = "entry", "key"
 
-    def __init__(self, entry: MemoryEntry, expected: str | None, actual: str):
-        self.entry = entry
-        super().__init__(entry.key, expected, actual)
+    @property
+    def entry(self) -> MemoryEntry:
+        return self.obj
 
 
 class EntryExists(MemoryWriteError):
-    pass
+    """An entry with that key exists in the store already (HTTP 409)."""
 
 
 class ArchivedEntry(InvalidChange, MemoryWriteError):
@@ -146,8 +146,8 @@ def _check_base(current: MemoryEntry, base_version, base_hash: str | None) -> No
         if current.version not in versions:
             expected = ", ".join(f"version {v}" for v in sorted(versions))
             raise StaleWrite(current, expected, f"version {current.version}")
-    elif base_hash != current.content_hash:
-        raise StaleWrite(current, base_hash, current.content_hash)
+    else:
+        StaleWrite.check(current, base_hash)
 
 
 def update_entry(
@@ -304,8 +304,7 @@ def apply_change(
         if missing:
             raise InvalidChange(f"no entry {', '.join(missing)} in {store.slug}")
         for key in targets:
-            if target_hashes.get(key) != entries[key].content_hash:
-                raise StaleWrite(entries[key], target_hashes.get(key), entries[key].content_hash)
+            StaleWrite.check(entries[key], target_hashes.get(key))
         written: list[MemoryEntry] = []
         if operation == "update":
             (key,) = targets[:1]

@@ -16,7 +16,7 @@ from pathlib import Path
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from dreamweb.provenance import Author, ChangeRefused, InvalidChange, Provenance, WriteConflict
+from dreamweb.provenance import Author, InvalidChange, Provenance, WriteConflict
 
 from . import folders
 from .models import Skill, SkillStatus, SkillVersion
@@ -31,21 +31,17 @@ class SkillOperation:
     IMPORT = "import"
 
 
-class SkillWriteError(ChangeRefused):
-    """Base class for refusals of the skills service."""
-
-
-class StaleSkillWrite(WriteConflict, SkillWriteError):
+class StaleSkillWrite(WriteConflict):
     """The skill changed since the caller read it (HTTP 412; a proposal becomes a conflict)."""
 
-    target = "skill"
+    target, name_field = "skill", "name"
 
-    def __init__(self, skill: Skill, expected: str | None, actual: str):
-        self.skill = skill
-        super().__init__(skill.name, expected, actual)
+    @property
+    def skill(self) -> Skill:
+        return self.obj
 
 
-class InvalidSkill(InvalidChange, SkillWriteError):
+class InvalidSkill(InvalidChange):
     """A change the skills service refuses (bad name, empty description, unknown skill...)."""
 
 
@@ -165,8 +161,7 @@ def update_skill(
     prov = provenance or Provenance()
     with transaction.atomic():
         current = Skill.objects.select_for_update().get(pk=skill.pk)
-        if base_hash != current.content_hash:
-            raise StaleSkillWrite(current, base_hash, current.content_hash)
+        StaleSkillWrite.check(current, base_hash)
         previous_hash = current.content_hash
         for attr, value in (
             ("name", name),
@@ -387,8 +382,7 @@ def apply_skill_change(
         if missing or not targets:
             raise InvalidSkill(f"no skill {', '.join(missing) or '(none named)'} in this team")
         for name in targets:
-            if target_hashes.get(name) != skills[name].content_hash:
-                raise StaleSkillWrite(skills[name], target_hashes.get(name), skills[name].content_hash)
+            StaleSkillWrite.check(skills[name], target_hashes.get(name))
         written: list[Skill] = []
         if operation == "update":
             if len(targets) != 1:
