@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field, fields
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -96,6 +98,37 @@ class Trigger(models.TextChoices):
     API = "api", "API"
 
 
+@dataclass
+class RunInputs:
+    """What a run was asked to do, fixed when it starts (from the store's policy and the caller)."""
+
+    max_sessions: int = 1000
+    agents: list[str] = field(default_factory=list)
+    token_budget: int = 0  # 0: no budget
+    batch_size: int = 25
+
+
+@dataclass
+class RunOutcome:
+    """What finalize found besides the run's counters: proposals already waiting that the run found again, drafts
+    dropped because a reviewer rejected them, patterns the memory already says, findings held back (secrets),
+    isolated patterns in all, the hash of the memory it aggregated against, and a recorded dry run's preview."""
+
+    waiting: list[int] = field(default_factory=list)
+    suppressed_rejected: int = 0
+    reinforced: int = 0
+    withheld: int = 0
+    isolated_total: int = 0
+    memory_hash_aggregated: str = ""
+    preview: list[dict] = field(default_factory=list)
+
+
+def typed_options(cls, options: dict | None):
+    """The fields of ``cls`` read from a run's options (missing ones take their defaults, others are ignored)."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in (options or {}).items() if k in names})
+
+
 class DreamRunQuerySet(TeamQuerySet):
     def for_store(self, store):
         return self.filter(store=store)
@@ -136,6 +169,20 @@ class DreamRun(models.Model):
 
     def __str__(self) -> str:
         return f"dream #{self.pk} on {self.store}"
+
+    # ``options`` (JSON) holds the run's inputs and, once it has finished, its outcome; these are their typed
+    # readers, and with_outcome() their one writer after the start.
+    @property
+    def inputs(self) -> RunInputs:
+        return typed_options(RunInputs, self.options)
+
+    @property
+    def outcome(self) -> RunOutcome:
+        return typed_options(RunOutcome, self.options)
+
+    def with_outcome(self, outcome: RunOutcome) -> dict:
+        """The options to store once the run has this outcome: its inputs kept, the outcome's fields set."""
+        return {**(self.options or {}), **asdict(outcome)}
 
     @property
     def seconds(self) -> float | None:
@@ -220,10 +267,10 @@ def queue_conditions(filters: dict) -> dict:
     """The queue's filters as {field: value} (None: the field is empty); filters without a value are left out.
     Both ProposalQuerySet.filtered and facet_matches compare these, so the two cannot disagree."""
     conditions = {}
-    for name, field in QUEUE_FILTERS.items():
+    for name, column in QUEUE_FILTERS.items():
         value = filters.get(name)
         if value:
-            conditions[field] = None if name == "agent" and value == UNSCOPED else value
+            conditions[column] = None if name == "agent" and value == UNSCOPED else value
     return conditions
 
 

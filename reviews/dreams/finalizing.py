@@ -30,7 +30,7 @@ from skills_registry.services import skill_snapshots
 # The module, not its function: looked up when a run finalizes (tests replace aggregate.aggregate).
 from ..analysis import aggregate as aggregate_mod
 from ..analysis import registry
-from ..analysis.findings import SessionFindings
+from ..analysis.findings import AggregateResult, SessionFindings
 from ..analysis.risk import is_poisoned
 from ..models import (
     AnalysisStatus,
@@ -40,6 +40,7 @@ from ..models import (
     Proposal,
     ProposalEvidence,
     ProposalStatus,
+    RunOutcome,
     RunStatus,
     SessionAnalysis,
 )
@@ -199,75 +200,104 @@ def finalize(run_id: int) -> dict | None:
             return build_report(run, proposals=[])
 
 
+@dataclass
+class _Analyses:
+    """How the run's session analyses ended: the counters finalize writes and the run's status follows from."""
+
+    done: int
+    failed: int
+    first_error: str | None
+    tokens_input: int
+    tokens_output: int
+
+    def status(self) -> tuple[str, str]:
+        """The run's final status and error: failed when every analysis failed, partial when some did."""
+        if self.failed and not self.done:
+            return RunStatus.FAILED, f"all {self.failed} session analyses failed; first: {self.first_error}"
+        if self.failed:
+            total = self.done + self.failed
+            return RunStatus.PARTIAL, f"{self.failed} of {total} session analyses failed; first: {self.first_error}"
+        return RunStatus.SUCCEEDED, ""
+
+
+def _fail_unanalysed(run: DreamRun) -> None:
+    """Anything still pending was never analysed (finalize reached by hand); it counts as failed."""
+    SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.PENDING).update(
+        status=AnalysisStatus.FAILED, error="not analysed before the run was finalized", finished_at=timezone.now()
+    )
+
+
+def _aggregate(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> tuple[AggregateResult, str]:
+    """The run's drafts (memory and skills) against the store's memory and the team's skills, and the hash of the
+    memory it aggregated against."""
+    memory = snapshot(run.store)
+    skills = skill_snapshots(run.team_id)
+    result = aggregate_mod.aggregate(
+        sessions,
+        sessions_analysed=len(sessions),
+        memory=memory,
+        skills=skills,
+        min_sessions=policy.min_sessions,
+        min_share=policy.min_share,
+        store_kind=run.store.kind,
+        allowed_hosts=list(run.team.allowed_hosts or []),
+    )
+    result.proposals += skill_proposals(run, sessions, policy, skills)
+    memory_hash = snapshot_hash((m["key"], m["scope_agent"], m["scope_task"], m["content_hash"]) for m in memory)
+    return result, memory_hash
+
+
+def _analyses(run: DreamRun, done: int) -> _Analyses:
+    rows = SessionAnalysis.objects.filter(run=run)
+    totals = rows.aggregate(tokens_input=Sum("tokens_input"), tokens_output=Sum("tokens_output"))
+    failed = rows.filter(status=AnalysisStatus.FAILED)
+    return _Analyses(
+        done=done,
+        failed=failed.count(),
+        first_error=failed.order_by("id").values_list("error", flat=True).first(),
+        tokens_input=totals["tokens_input"] or 0,
+        tokens_output=totals["tokens_output"] or 0,
+    )
+
+
+def _record(run: DreamRun, analyses: _Analyses, result: AggregateResult, outcome: RunOutcome, proposals: int) -> None:
+    """The run's counters, cost, isolated patterns and outcome, before the policy applies anything."""
+    cap = int(getattr(settings, "DREAMWEB_ISOLATED_CAP", 200))
+    DreamRun.objects.filter(pk=run.pk).update(
+        sessions_analysed=analyses.done,
+        sessions_failed=analyses.failed,
+        tokens_input=analyses.tokens_input,
+        tokens_output=analyses.tokens_output,
+        cost_usd=_cost(run.analyzer, analyses.tokens_input, analyses.tokens_output),
+        isolated=list(result.isolated[:cap]),
+        proposals_count=proposals,
+        options=run.with_outcome(outcome),
+    )
+
+
 def _finalize(run_id: int, team_id: int) -> dict:
+    """The steps of finalize: aggregate, screen, persist, record, apply the policy, end the run, report."""
     with rls.team_scope(team_id):
         run = DreamRun.objects.select_related("store", "team").get(pk=run_id)
-        # Anything still pending was never analysed (finalize reached by hand); it counts as failed.
-        SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.PENDING).update(
-            status=AnalysisStatus.FAILED, error="not analysed before the run was finalized", finished_at=timezone.now()
-        )
+        _fail_unanalysed(run)
         policy = get_policy(run.store)
         sessions = _session_findings(run)
-        memory = snapshot(run.store)
-        skills = skill_snapshots(team_id)
-        result = aggregate_mod.aggregate(
-            sessions,
-            sessions_analysed=len(sessions),
-            memory=memory,
-            skills=skills,
-            min_sessions=policy.min_sessions,
-            min_share=policy.min_share,
-            store_kind=run.store.kind,
-            allowed_hosts=list(run.team.allowed_hosts or []),
-        )
-        result.proposals += skill_proposals(run, sessions, policy, skills)
+        result, memory_hash = _aggregate(run, sessions, policy)
         screened = _screen(run.store, list(result.proposals))
-        totals = SessionAnalysis.objects.filter(run=run).aggregate(
-            tokens_input=Sum("tokens_input"), tokens_output=Sum("tokens_output")
-        )
-        done = len(sessions)
-        failed = SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.FAILED).count()
-        first_error = (
-            SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.FAILED)
-            .order_by("id")
-            .values_list("error", flat=True)
-            .first()
-        )
+        analyses = _analyses(run, done=len(sessions))
         new_ids = [] if run.dry_run else _persist(run, screened.new)
-        cap = int(getattr(settings, "DREAMWEB_ISOLATED_CAP", 200))
-        tokens_in, tokens_out = totals["tokens_input"] or 0, totals["tokens_output"] or 0
-        options = dict(run.options)
-        options.update(
-            {
-                "waiting": sorted(screened.waiting.values()),
-                "suppressed_rejected": len(screened.suppressed),
-                "reinforced": len(result.reinforced),
-                "withheld": len(getattr(result, "withheld", []) or []),
-                "isolated_total": len(result.isolated),
-                "memory_hash_aggregated": snapshot_hash(
-                    (m["key"], m["scope_agent"], m["scope_task"], m["content_hash"]) for m in memory
-                ),
-            }
+        outcome = RunOutcome(
+            waiting=sorted(screened.waiting.values()),
+            suppressed_rejected=len(screened.suppressed),
+            reinforced=len(result.reinforced),
+            withheld=len(result.withheld),
+            isolated_total=len(result.isolated),
+            memory_hash_aggregated=memory_hash,
         )
-        DreamRun.objects.filter(pk=run_id).update(
-            sessions_analysed=done,
-            sessions_failed=failed,
-            tokens_input=tokens_in,
-            tokens_output=tokens_out,
-            cost_usd=_cost(run.analyzer, tokens_in, tokens_out),
-            isolated=list(result.isolated[:cap]),
-            proposals_count=len(new_ids) if not run.dry_run else len(screened.new) + len(screened.waiting),
-            options=options,
-        )
-    applied = {"applied": 0, "conflict": 0}
-    if not run.dry_run:
-        applied = _apply_policy(run, new_ids, policy)
-    if failed and not done:
-        status, error = RunStatus.FAILED, f"all {failed} session analyses failed; first: {first_error}"
-    elif failed:
-        status, error = RunStatus.PARTIAL, f"{failed} of {done + failed} session analyses failed; first: {first_error}"
-    else:
-        status, error = RunStatus.SUCCEEDED, ""
+        proposals = len(screened.new) + len(screened.waiting) if run.dry_run else len(new_ids)
+        _record(run, analyses, result, outcome, proposals)
+    applied = {"applied": 0, "conflict": 0} if run.dry_run else _apply_policy(run, new_ids, policy)
+    status, error = analyses.status()
     with rls.team_scope(team_id):
         DreamRun.objects.filter(pk=run_id).update(status=status, error=error[:4000], finished_at=timezone.now())
         run.refresh_from_db()
@@ -278,10 +308,11 @@ def _finalize(run_id: int, team_id: int) -> dict:
             run.proposals_count,
             applied["applied"],
             applied["conflict"],
-            done,
-            failed,
+            analyses.done,
+            analyses.failed,
         )
         if run.dry_run:
+            cap = int(getattr(settings, "DREAMWEB_ISOLATED_CAP", 200))
             previews = [draft_report(d) for d in screened.new]
             previews += [draft_report(d) for d in result.proposals if d.signature in screened.waiting]
             return build_report(run, proposals=previews, isolated=list(result.isolated[:cap]))

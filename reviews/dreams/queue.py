@@ -16,7 +16,7 @@ from django.db import connection
 
 from dreamweb import rls
 
-from ..models import DreamRun
+from ..models import DreamRun, RunInputs, typed_options
 
 # acks_late + reject_on_worker_lost: a worker killed mid-task leaves its message to be delivered again; every step
 # is idempotent, so a redelivery repeats at most some work and counts nothing twice.
@@ -43,7 +43,7 @@ class RunInfo:
     status: str
     analyzer: str
     dry_run: bool
-    options: dict
+    inputs: RunInputs
 
 
 def run_team_id(run_id: int) -> int | None:
@@ -67,4 +67,7 @@ def run_info(run_id: int) -> RunInfo | None:
             .values_list("team_id", "status", "analyzer", "dry_run", "options")
             .first()
         )
-    return RunInfo(*row) if row else None
+    if row is None:
+        return None
+    team_id, status, analyzer, dry_run, options = row
+    return RunInfo(team_id, status, analyzer, dry_run, typed_options(RunInputs, options))

@@ -55,7 +55,7 @@ def proposal_report(p: Proposal, supporting: list[str]) -> dict:
 def run_proposals(run: DreamRun) -> list[dict]:
     """The run's proposals as reported: the ones it stored, then the ones already waiting that it found again."""
     ids = list(Proposal.objects.filter(run=run).values_list("id", flat=True))
-    ids += [pk for pk in (run.options or {}).get("waiting", []) if pk not in ids]
+    ids += [pk for pk in run.outcome.waiting if pk not in ids]
     proposals = {p.pk: p for p in Proposal.objects.filter(pk__in=ids, store_id=run.store_id)}
     supporting: dict[int, set[str]] = {}
     for pid, eid in ProposalEvidence.objects.filter(proposal_id__in=ids).values_list(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
 from datetime import timedelta
 
 from celery import shared_task
@@ -18,7 +19,7 @@ from memory.models import MemoryStore
 from memory.services import memory_hash
 
 from ..analysis import registry
-from ..models import DreamRun, RunStatus, Trigger
+from ..models import DreamRun, RunInputs, RunStatus, Trigger
 from .finalizing import finalize
 from .queue import TASK_OPTIONS, enqueue, run_info
 from .selection import get_policy
@@ -95,12 +96,12 @@ def start_run(
 def _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessions, agents) -> DreamRun:
     policy = get_policy(store)
     label = registry.resolve(analyzer or policy.analyzer)
-    options = {
-        "max_sessions": int(max_sessions if max_sessions is not None else policy.max_sessions),
-        "agents": list(agents if agents is not None else (policy.agents or [])),
-        "token_budget": int(policy.token_budget),
-        "batch_size": int(getattr(settings, "DREAMWEB_DREAM_BATCH_SIZE", 25)),
-    }
+    inputs = RunInputs(
+        max_sessions=int(max_sessions if max_sessions is not None else policy.max_sessions),
+        agents=list(agents if agents is not None else (policy.agents or [])),
+        token_budget=int(policy.token_budget),
+        batch_size=int(getattr(settings, "DREAMWEB_DREAM_BATCH_SIZE", 25)),
+    )
     return DreamRun.objects.create(
         team_id=store.team_id,
         store=store,
@@ -109,7 +110,7 @@ def _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessi
         all_sessions=all_sessions,
         analyzer=label,
         memory_hash=memory_hash(store),
-        options=options,
+        options=asdict(inputs),
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
 
@@ -168,7 +169,6 @@ def preview(run_id: int) -> None:
         ):
             return
         recorded = DreamRun.objects.select_related("store").get(pk=run_id)
-    opts = recorded.options or {}
     try:
         dry = _dry_run(
             recorded.store,
@@ -176,8 +176,8 @@ def preview(run_id: int) -> None:
             user=None,
             all_sessions=recorded.all_sessions,
             analyzer=recorded.analyzer,
-            max_sessions=opts.get("max_sessions"),
-            agents=opts.get("agents"),
+            max_sessions=recorded.inputs.max_sessions,
+            agents=recorded.inputs.agents,
         )
     except Exception as exc:  # noqa: BLE001 - the preview fails with its error saved on the row
         log.exception("dry run #%s failed", run_id)
@@ -204,7 +204,7 @@ def preview(run_id: int) -> None:
             cost_usd=dry.cost_usd,
             proposals_count=len(items),
             isolated=list(doc.get("isolated") or []),
-            options={**opts, **(dry.options or {}), "preview": items},
+            options=recorded.with_outcome(replace(dry.outcome, preview=items)),
             finished_at=timezone.now(),
         )
 

@@ -61,9 +61,9 @@ def dispatch(run_id: int) -> list[list[int]]:
         if run.status == RunStatus.QUEUED:
             ids = select_sessions(
                 run.store,
-                limit=run.options.get("max_sessions", 1000),
+                limit=run.inputs.max_sessions,
                 all_sessions=run.all_sessions,
-                agents=run.options.get("agents") or (),
+                agents=run.inputs.agents,
                 exclude_run_id=run.pk,
             )
             claimed = DreamRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
@@ -84,7 +84,7 @@ def dispatch(run_id: int) -> list[list[int]]:
             .order_by("id")
             .values_list("session_id", flat=True)
         )
-        size = max(1, int(run.options.get("batch_size") or 25))
+        size = max(1, int(run.inputs.batch_size or 25))
         batches = [pending[i : i + size] for i in range(0, len(pending), size)]
         if not info.dry_run:
             transaction.on_commit(lambda: _fan_out(run_id, batches))
@@ -128,7 +128,7 @@ def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: boo
         if analyzer.uses_tokens:
             row = DreamRun.objects.filter(pk=run_id).values_list("tokens_input", "tokens_output").first()
             spent = sum(row or (0, 0))
-    budget = int(info.options.get("token_budget") or 0)
+    budget = int(info.inputs.token_budget or 0)
     transient = transient_errors()
     results: list[dict] = []
     retry: Exception | None = None

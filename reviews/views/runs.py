@@ -100,7 +100,7 @@ def run_detail(request, pk: int):
         "active": run.status in RunStatus.going(),
         "failures": list(failures),
         "proposals": list(proposals),
-        "preview": (run.options or {}).get("preview") or [],
+        "preview": run.outcome.preview,
         "isolated": isolated_rows(run.isolated),
         "team": run.team,
     }
