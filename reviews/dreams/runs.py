@@ -57,7 +57,7 @@ def start_run(
 
     A dry run proposes without storing any proposal, analysis or policy: the cycle runs inside a transaction that
     is rolled back. With ``record`` (pages, API) a DreamRun row (dry_run=True) is kept to show the preview
-    (``options["preview"]``) and the progress; without it (``manage.py dream --dry-run``) nothing at all is
+    (``run.outcome.preview``) and the progress; without it (``manage.py dream --dry-run``) nothing at all is
     persisted: the cycle runs here, now, and the DreamRun returned is not saved (pk None) and carries the report
     as ``run.report`` (a dream-output.schema.json document).
 
