@@ -63,9 +63,16 @@ def _env(queue: str) -> dict:
             f":{db['PORT'] or 5432}/{db['NAME']}",
             "REDIS_URL": REDIS_URL,
             "DREAMWEB_CELERY_QUEUE": queue,
-            # A task held by a dead worker goes back to the queue after 8 s; workers look every second.
+            # A task held by a dead worker goes back to the queue after 8 s; workers look every second. The lock
+            # around that look expires after 5 s (kombu's default is 300 s): a worker killed while holding it would
+            # otherwise keep every other worker from restoring anything for five minutes.
             "DREAMWEB_BROKER_TRANSPORT_OPTIONS": json.dumps(
-                {"visibility_timeout": 8, "unacked_restore_interval": 1, "unacked_restore_throttle": 1}
+                {
+                    "visibility_timeout": 8,
+                    "unacked_restore_interval": 1,
+                    "unacked_restore_throttle": 1,
+                    "unacked_mutex_expire": 5,
+                }
             ),
             "DREAMWEB_EXTRA_ANALYZERS": "slow=tests.dream_sessions:slow_rules",
             "DREAMWEB_TEST_ANALYZE_DELAY": "0.04",
@@ -179,8 +186,13 @@ def _dream(env: dict, store: str) -> subprocess.Popen:
     )
 
 
-def _finish(proc: subprocess.Popen, timeout: float = 60) -> dict:
-    out, err = proc.communicate(timeout=timeout)
+def _finish(proc: subprocess.Popen, workers: Workers, timeout: float = 120) -> dict:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        logs = "\n".join(f"--- {name}\n{workers.log(name)[-4000:]}" for name in workers.procs)
+        pytest.fail(f"the dream did not end in {timeout:.0f} s; the workers' logs:\n{logs}")
     assert proc.returncode == 0, err[-3000:]
     return json.loads(out)
 
@@ -219,7 +231,7 @@ def test_two_workers_share_a_cycle_and_a_killed_worker_changes_nothing(workers, 
     workers.wait_ready("alpha", "beta")
 
     # 1. One uninterrupted cycle, its analyses shared by the two worker processes.
-    first = _finish(_dream(workers.env, "eng"))
+    first = _finish(_dream(workers.env, "eng"), workers)
     assert first["run"]["status"] == "succeeded" and first["run"]["sessions_analysed"] == n
     by_alpha, by_beta = len(workers.received("alpha")), len(workers.received("beta"))
     assert by_alpha > 0 and by_beta > 0, (by_alpha, by_beta)
@@ -245,7 +257,7 @@ def test_two_workers_share_a_cycle_and_a_killed_worker_changes_nothing(workers, 
     time.sleep(1)
     workers.start("alpha2")
     workers.wait_ready("alpha2")
-    second = _finish(proc)
+    second = _finish(proc, workers)
     run2.refresh_from_db()
     assert run2.status == RunStatus.SUCCEEDED
     _assert_nothing_twice(run2, n)
