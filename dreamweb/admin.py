@@ -2,7 +2,8 @@
 
 The admin writes through the same services as the pages, so every change has its version and audit row; a model that
 no service writes by hand is shown read-only (``ReadOnlyAdmin``). The admin runs under the same row-level security as
-the pages: a superuser sees the teams they belong to (dreamweb.middleware).
+the pages: a superuser sees the teams they belong to (dreamweb.middleware), and every admin query asks for those teams
+too (``MemberTeamsOnly``), so the same holds on SQLite, which has no row-level security.
 """
 
 from django.contrib import admin, messages
@@ -13,7 +14,40 @@ from .models import AgentKey, Membership, Team
 from .services import create_team
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+def of_member_teams(queryset, user):
+    """The rows of ``queryset`` that belong to the teams ``user`` is a member of (rows of no team unchanged)."""
+    teams = Team.objects.for_user(user)
+    if queryset.model is Team:
+        return queryset.filter(pk__in=teams)
+    if any(field.name == "team" for field in queryset.model._meta.get_fields()):
+        return queryset.filter(team__in=teams)
+    return queryset
+
+
+class MemberTeamsOnly:
+    """For every admin class: lists, change pages, choices of a related row and the sidebar filters hold only the
+    person's teams. Row-level security already does this on PostgreSQL; the query does it everywhere."""
+
+    def get_queryset(self, request):
+        return of_member_teams(super().get_queryset(request), request.user)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        field = super().formfield_for_foreignkey(db_field, request, **kwargs)
+        if field is not None and hasattr(field, "queryset"):
+            field.queryset = of_member_teams(field.queryset, request.user)
+        return field
+
+
+class MemberAdmin(MemberTeamsOnly, admin.ModelAdmin):
+    def get_list_filter(self, request):
+        # A related filter lists only the values present in the (member-teams) rows, never every team or store.
+        return [
+            (name, admin.RelatedOnlyFieldListFilter) if name in ("team", "store") else name
+            for name in super().get_list_filter(request)
+        ]
+
+
+class ReadOnlyAdmin(MemberAdmin):
     """Rows only a service writes, or no one edits by hand (versions, audits, sessions, runs): shown, not changed."""
 
     def has_add_permission(self, request, obj=None):
@@ -26,7 +60,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(MemberTeamsOnly, admin.TabularInline):
     extra = 0
 
     def has_add_permission(self, request, obj=None):
@@ -39,7 +73,7 @@ class ReadOnlyInline(admin.TabularInline):
         return False
 
 
-class ServiceAdmin(admin.ModelAdmin):
+class ServiceAdmin(MemberAdmin):
     """An admin whose saves call a service; a refusal of the service (stale base, invalid value) is shown as an
     error and nothing is written (the success message is not shown either)."""
 
@@ -77,13 +111,13 @@ class ServiceAdmin(admin.ModelAdmin):
         return False  # versioned rows are archived or unpublished (a version), never deleted
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(MemberTeamsOnly, admin.TabularInline):
     model = Membership
     extra = 0
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(MemberAdmin):
     list_display = ["slug", "name", "created_at"]
     search_fields = ["slug", "name"]
     inlines = [MembershipInline]
@@ -102,13 +136,13 @@ class TeamAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(MemberAdmin):
     list_display = ["user", "team", "role"]
     list_filter = ["team", "role"]
 
 
 @admin.register(AgentKey)
-class AgentKeyAdmin(admin.ModelAdmin):
+class AgentKeyAdmin(MemberAdmin):
     list_display = ["name", "team", "prefix", "scopes", "expires_at", "revoked_at", "last_used_at"]
     list_filter = ["team"]
     readonly_fields = ["team", "prefix", "hashed_key", "revoked_at", "last_used_at", "created_by", "created_at"]

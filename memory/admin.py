@@ -5,7 +5,7 @@ context and feedback are read-only."""
 from django import forms
 from django.contrib import admin
 
-from dreamweb.admin import ReadOnlyAdmin, ReadOnlyInline, ServiceAdmin
+from dreamweb.admin import MemberAdmin, ReadOnlyAdmin, ReadOnlyInline, ServiceAdmin
 from dreamweb.provenance import Author, InvalidChange
 
 from .models import AgentSession, ContextServe, EntryStatus, Feedback, MemoryEntry, MemoryStore, MemoryVersion
@@ -13,7 +13,7 @@ from .services import EntryExists, StaleWrite, archive_entry, create_entry, rest
 
 
 @admin.register(MemoryStore)
-class MemoryStoreAdmin(admin.ModelAdmin):
+class MemoryStoreAdmin(MemberAdmin):
     list_display = ["slug", "team", "kind", "agents_may_write", "created_at"]
     list_filter = ["team", "kind"]
     search_fields = ["slug", "name"]

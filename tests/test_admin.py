@@ -172,6 +172,9 @@ def test_a_superuser_sees_only_the_teams_they_belong_to(world, sam):
         theirs = MemoryEntry.objects.get(key="theirs")
     page = sam.get("/admin/memory/memoryentry/").content.decode()
     assert "ours" in page and "theirs" not in page
+    assert "team-b" not in page  # nor in the sidebar's store filter
+    for model in ("memory/memorystore", "dreamweb/agentkey", "dreamweb/membership", "memory/memoryentry/add"):
+        assert "team-b" not in sam.get(f"/admin/{model}/").content.decode(), model
     assert sam.get(f"/admin/memory/memoryentry/{theirs.pk}/change/").status_code in (302, 404)
     assert "team-b" not in sam.get("/admin/dreamweb/team/").content.decode()
 
