@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from dreamweb.models import AgentKey, Team
@@ -46,11 +47,29 @@ class MemoryStore(models.Model):
 class EntryStatus(models.TextChoices):
     ACTIVE = "active", "Active"
     ARCHIVED = "archived", "Archived"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+def valid_now_q(now=None) -> Q:
+    """The entries whose validity window holds ``now``: started (no valid_from, or one in the past) and not ended
+    (no valid_until, or one in the future). The one definition of "valid now" (memory.ranking says it in SQL)."""
+    now = now or timezone.now()
+    return (Q(valid_from__isnull=True) | Q(valid_from__lte=now)) & (
+        Q(valid_until__isnull=True) | Q(valid_until__gt=now)
+    )
 
 
 class MemoryEntryQuerySet(TeamQuerySet):
     def active(self):
         return self.filter(status=EntryStatus.ACTIVE)
+
+    def valid_now(self, now=None):
+        """Active and inside their validity window: what an agent's context may serve."""
+        return self.active().filter(valid_now_q(now))
+
+    def expired(self, now=None):
+        """Active but past their valid_until: shown as expired, never served; a dream proposes renewal or removal."""
+        return self.active().filter(valid_until__isnull=False, valid_until__lte=now or timezone.now())
 
     def for_store(self, store):
         return self.filter(store=store)
@@ -68,6 +87,17 @@ class MemoryEntry(models.Model):
     origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.HUMAN)
     version = models.PositiveIntegerField(default=1)
     content_hash = models.CharField(max_length=64)
+    pinned = models.BooleanField(default=False, help_text="Pinned entries are never proposed for removal.")
+    valid_from = models.DateTimeField(null=True, blank=True, help_text="Not served before this time.")
+    valid_until = models.DateTimeField(null=True, blank=True, help_text="Not served from this time on (expired).")
+    superseded_by = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="supersedes",
+        help_text="The replacement.",
+    )
     rating = models.FloatField(default=0.0, help_text="Mean feedback in [-1, 1]; ranking uses it.")
     rating_count = models.PositiveIntegerField(default=0)
     last_served_at = models.DateTimeField(null=True, blank=True)
@@ -92,6 +122,23 @@ class MemoryEntry(models.Model):
     def scope(self) -> dict:
         return {"agent": self.scope_agent, "task": self.scope_task}
 
+    def is_expired(self, now=None) -> bool:
+        return self.valid_until is not None and self.valid_until <= (now or timezone.now())
+
+    def is_pending(self, now=None) -> bool:
+        """Not valid yet (valid_from in the future)."""
+        return self.valid_from is not None and self.valid_from > (now or timezone.now())
+
+    @property
+    def state(self) -> str:
+        """What a person reads: active, expired, not yet valid, superseded or archived."""
+        if self.status == EntryStatus.ACTIVE:
+            if self.is_expired():
+                return "expired"
+            if self.is_pending():
+                return "not yet valid"
+        return self.status
+
 
 class Operation(models.TextChoices):
     CREATE = "create", "Created"
@@ -101,6 +148,10 @@ class Operation(models.TextChoices):
     REVERT = "revert", "Reverted"
     MERGE = "merge", "Merged"
     IMPORT = "import", "Imported"
+    PIN = "pin", "Pinned"
+    UNPIN = "unpin", "Unpinned"
+    SUPERSEDE = "supersede", "Superseded"
+    ROLLBACK = "rollback", "Rolled back"
 
 
 class MemoryVersionQuerySet(TeamQuerySet):
@@ -122,6 +173,11 @@ class MemoryVersion(models.Model):
     scope_agent = models.CharField(max_length=100, null=True, blank=True)
     scope_task = models.CharField(max_length=100, null=True, blank=True)
     tags = models.JSONField(default=list, blank=True)
+    pinned = models.BooleanField(default=False)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
+    # The replacement's id when this version superseded the entry (plain id: a version outlives a deleted entry).
+    superseded_by_id = models.BigIntegerField(null=True, blank=True)
     author_kind = models.CharField(max_length=10, choices=AuthorKind.choices)
     author_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     author_key = models.ForeignKey(AgentKey, null=True, blank=True, on_delete=models.SET_NULL)

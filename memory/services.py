@@ -40,11 +40,11 @@ class EntryExists(MemoryWriteError):
 
 
 class ArchivedEntry(InvalidChange, MemoryWriteError):
-    """A write to an archived entry that does not bring it back (HTTP 409): restore it first."""
+    """A write to an archived (or superseded) entry that does not bring it back (HTTP 409): restore it first."""
 
     def __init__(self, entry: MemoryEntry):
         self.entry = entry
-        super().__init__(f"entry {entry.key!r} is archived: restore it before changing it")
+        super().__init__(f"entry {entry.key!r} is {entry.status}: restore it before changing it")
 
 
 def _record(entry: MemoryEntry, operation: str, previous_hash: str, author: Author, prov: Provenance) -> MemoryVersion:
@@ -61,6 +61,10 @@ def _record(entry: MemoryEntry, operation: str, previous_hash: str, author: Auth
         scope_agent=entry.scope_agent,
         scope_task=entry.scope_task,
         tags=list(entry.tags or []),
+        pinned=entry.pinned,
+        valid_from=entry.valid_from,
+        valid_until=entry.valid_until,
+        superseded_by_id=entry.superseded_by_id,
         session=prov.session,
         proposal_id=prov.proposal_id,
         reason=prov.reason,
@@ -94,6 +98,11 @@ def validate_content(content: str) -> str:
     return content
 
 
+def validate_validity(valid_from, valid_until) -> None:
+    if valid_from is not None and valid_until is not None and valid_until <= valid_from:
+        raise InvalidChange("valid_until must be later than valid_from")
+
+
 def create_entry(
     store: MemoryStore,
     *,
@@ -103,10 +112,14 @@ def create_entry(
     scope_agent: str | None = None,
     scope_task: str | None = None,
     tags: Sequence[str] = (),
+    pinned: bool = False,
+    valid_from=None,
+    valid_until=None,
     provenance: Provenance | None = None,
     operation: str = Operation.CREATE,
 ) -> MemoryEntry:
     key, content = validate_key(key), validate_content(content)
+    validate_validity(valid_from, valid_until)
     prov = provenance or Provenance()
     now = timezone.now()
     try:
@@ -120,6 +133,9 @@ def create_entry(
                 scope_agent=scope_agent or None,
                 scope_task=scope_task or None,
                 tags=list(tags),
+                pinned=bool(pinned),
+                valid_from=valid_from,
+                valid_until=valid_until,
                 origin=author.origin,
                 version=1,
                 created_at=now,
@@ -160,17 +176,22 @@ def update_entry(
     scope_agent=_UNSET,
     scope_task=_UNSET,
     tags=_UNSET,
+    pinned=_UNSET,
+    valid_from=_UNSET,
+    valid_until=_UNSET,
+    superseded_by=_UNSET,
     status: str | None = None,
     provenance: Provenance | None = None,
     operation: str = Operation.UPDATE,
 ) -> MemoryEntry:
     """Change an entry if it is still at ``base_version`` (or has ``base_hash``, for proposals); returns the fresh
-    entry. Raises StaleWrite when it changed meanwhile, ArchivedEntry when it is archived and stays archived."""
+    entry. Raises StaleWrite when it changed meanwhile, ArchivedEntry when it is archived or superseded and stays so
+    (a superseded entry comes back only by a restore, which unlinks its replacement)."""
     prov = provenance or Provenance()
     with transaction.atomic():
         current = _locked(entry)
         _check_base(current, base_version, base_hash)
-        if current.status == EntryStatus.ARCHIVED and (status or current.status) != EntryStatus.ACTIVE:
+        if current.status != EntryStatus.ACTIVE and (status or current.status) != EntryStatus.ACTIVE:
             raise ArchivedEntry(current)
         previous_hash = current.content_hash
         if content is not None:
@@ -182,8 +203,19 @@ def update_entry(
             current.scope_task = scope_task or None
         if tags is not _UNSET:
             current.tags = list(tags or [])
+        if pinned is not _UNSET:
+            current.pinned = bool(pinned)
+        if valid_from is not _UNSET:
+            current.valid_from = valid_from
+        if valid_until is not _UNSET:
+            current.valid_until = valid_until
+        validate_validity(current.valid_from, current.valid_until)
+        if superseded_by is not _UNSET:
+            current.superseded_by_id = getattr(superseded_by, "pk", superseded_by)
         if status is not None:
             current.status = status
+            if status == EntryStatus.ACTIVE:
+                current.superseded_by_id = None
         current.version += 1
         current.updated_at = timezone.now()
         current.save()
@@ -251,9 +283,34 @@ def revert_entry(
         scope_agent=target.scope_agent,
         scope_task=target.scope_task,
         tags=target.tags,
+        pinned=target.pinned,
+        valid_from=target.valid_from,
+        valid_until=target.valid_until,
+        superseded_by=target.superseded_by_id,
         status=target.status,
         provenance=prov,
         operation=Operation.REVERT,
+    )
+
+
+def set_pinned(
+    entry: MemoryEntry,
+    *,
+    pinned: bool,
+    base_version: int | Collection[int] | None = None,
+    base_hash: str | None = None,
+    author: Author,
+    provenance: Provenance | None = None,
+) -> MemoryEntry:
+    """Pin (never proposed for removal) or unpin an entry, as a new version."""
+    return update_entry(
+        entry,
+        base_version=base_version,
+        base_hash=base_hash,
+        author=author,
+        pinned=pinned,
+        provenance=provenance,
+        operation=Operation.PIN if pinned else Operation.UNPIN,
     )
 
 

@@ -18,7 +18,7 @@ from dreamweb.models import Role
 
 from .. import services
 from ..diffs import stats, word_diff
-from ..models import MemoryEntry, MemoryStore, MemoryVersion
+from ..models import EntryStatus, MemoryEntry, MemoryStore, MemoryVersion
 from .forms import EntrySearchForm, RevertForm
 
 LIST_FIELDS = (
@@ -30,6 +30,9 @@ LIST_FIELDS = (
     "scope_agent",
     "scope_task",
     "status",
+    "pinned",
+    "valid_from",
+    "valid_until",
     "origin",
     "version",
     "updated_at",
@@ -47,7 +50,11 @@ def filtered(entries, f: dict):
         entries = entries.filter(scope_agent__isnull=True)
     elif f.get("scope"):
         entries = entries.filter(scope_agent=f["scope"])
-    if f.get("status") in ("active", "archived"):
+    if f.get("status") == "expired":
+        entries = entries.expired()
+    elif f.get("status") == "pinned":
+        entries = entries.filter(pinned=True)
+    elif f.get("status") in (EntryStatus.ACTIVE, EntryStatus.ARCHIVED, EntryStatus.SUPERSEDED):
         entries = entries.filter(status=f["status"])
     return entries
 
@@ -64,7 +71,16 @@ def entry_list(request, store_pk: int):
     rows = filtered(entries, f).only(*LIST_FIELDS).order_by("key")
     page = Paginator(rows, f["per"]).get_page(request.GET.get("page"))
     query = urlencode({k: request.GET[k] for k in ("q", "scope", "status") if request.GET.get(k)})
-    context = {"store": store, "team": store.team, "form": form, "page": page, "query": query, "filters": f}
+    membership = membership_for(request.user, store.team_id)
+    context = {
+        "store": store,
+        "team": store.team,
+        "form": form,
+        "page": page,
+        "query": query,
+        "filters": f,
+        "can_curate": membership is not None and membership.allows(Role.REVIEWER),
+    }
     if request.htmx and not request.htmx.boosted:
         return render(request, "memory/entries.html#entry-rows", context)
     return render(request, "memory/entries.html", context)
@@ -89,7 +105,7 @@ def _version_pair(request, versions: list[MemoryVersion]):
 @vary_on_headers("HX-Request")
 @require_GET
 def entry_detail(request, pk: int):
-    entry = get_for_user(MemoryEntry.objects.select_related("store", "team"), request.user, pk=pk)
+    entry = get_for_user(MemoryEntry.objects.select_related("store", "team", "superseded_by"), request.user, pk=pk)
     versions = list(
         MemoryVersion.objects.filter(entry=entry)
         .select_related("author_user", "author_key", "session")
@@ -109,6 +125,8 @@ def entry_detail(request, pk: int):
         "segments": segments,
         "diff_stats": stats(segments),
         "can_revert": membership is not None and membership.allows(Role.REVIEWER),
+        "can_curate": membership is not None and membership.allows(Role.REVIEWER),
+        "supersedes": list(entry.supersedes.only("id", "key", "team", "superseded_by")),
     }
     if request.htmx and request.htmx.target == "version-diff":
         return render(request, "memory/entry.html#version-diff", context)

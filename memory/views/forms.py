@@ -13,7 +13,16 @@ class EntrySearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search")
     scope = forms.ChoiceField(required=False)
     status = forms.ChoiceField(
-        required=False, choices=[("active", "Active"), ("archived", "Archived"), ("all", "All")], initial="active"
+        required=False,
+        choices=[
+            ("active", "Active"),
+            ("expired", "Expired"),
+            ("pinned", "Pinned"),
+            ("superseded", "Superseded"),
+            ("archived", "Archived"),
+            ("all", "All"),
+        ],
+        initial="active",
     )
     per = forms.IntegerField(required=False, min_value=1, max_value=500)
 
@@ -33,5 +42,59 @@ class EntrySearchForm(forms.Form):
 
 class RevertForm(forms.Form):
     number = forms.IntegerField(min_value=1)
+    base_version = forms.IntegerField(min_value=1)
+    reason = forms.CharField(required=False, max_length=2000)
+
+
+DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"]
+
+
+class EntryForm(forms.Form):
+    """Create or edit an entry. ``base_version`` is the version the form was loaded with (edit only): a save against
+    an entry changed meanwhile is refused and the form comes back with the person's text and the current state."""
+
+    key = forms.CharField(max_length=200, help_text="Stable within the store; agents and dreams refer to it.")
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), help_text="The lesson, as prose for a prompt.")
+    scope_agent = forms.CharField(required=False, max_length=100, label="Agent", help_text="Empty: every agent.")
+    scope_task = forms.CharField(required=False, max_length=100, label="Task", help_text="Empty: every task.")
+    tags = forms.CharField(required=False, max_length=1000, help_text="Comma-separated.")
+    valid_from = forms.DateTimeField(
+        required=False,
+        input_formats=DATETIME_FORMATS,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text="Not served before (UTC). Empty: at once.",
+    )
+    valid_until = forms.DateTimeField(
+        required=False,
+        input_formats=DATETIME_FORMATS,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text="Expires then (UTC): no longer served, and a dream proposes renewal or removal. Empty: never.",
+    )
+    reason = forms.CharField(required=False, max_length=2000, help_text="Why: kept with the version.")
+    base_version = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    def __init__(self, *args, editing: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.editing = editing
+        if editing:
+            del self.fields["key"]
+
+    def clean_tags(self) -> list[str]:
+        raw = self.cleaned_data.get("tags") or ""
+        return [t.strip() for t in raw.split(",") if t.strip()][:50]
+
+    def clean(self):
+        cleaned = super().clean()
+        start, end = cleaned.get("valid_from"), cleaned.get("valid_until")
+        if start and end and end <= start:
+            self.add_error("valid_until", "Must be later than “valid from”.")
+        if self.editing and not cleaned.get("base_version"):
+            self.add_error(None, "The form lost the version it was opened at: open the entry again.")
+        return cleaned
+
+
+class EntryActionForm(forms.Form):
+    """Archive, restore, pin or unpin: the version the page showed, and an optional reason."""
+
     base_version = forms.IntegerField(min_value=1)
     reason = forms.CharField(required=False, max_length=2000)
