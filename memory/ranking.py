@@ -8,6 +8,11 @@ Highest first:
    n/(n+1), weighted RATING_WEIGHT) and recency (RECENCY_WEIGHT / (1 + age in days / RECENCY_DAYS)).
 3. ties: the most recently updated first, then the lowest id.
 
+Only entries valid now are served: active (not archived, not superseded) and inside their validity window
+(``valid_from`` passed or unset, ``valid_until`` not reached or unset; ``MemoryEntry.objects.valid_now`` is the same
+rule in the ORM). An expired entry stays in the store, shown as expired, until a person or a dream renews or archives
+it.
+
 One statement selects and orders the entries on both backends, one scope level group at a time: the entries scoped
 to this agent and/or task first (through the partial indexes of migration 0004 on PostgreSQL), then, only when those
 do not fill the limit, the store-wide entries. Scope level outranks everything else, so ranking the groups apart
@@ -88,7 +93,9 @@ _STANDING = ("rating", "rating_count", "updated_at")
 _RANKED = """
 SELECT {columns}, {slug} AS store_slug, ({scope_rank}) AS scope_rank, {score} AS score
 FROM "memory_memoryentry" {join}
-WHERE "memory_memoryentry"."team_id" = %s AND "memory_memoryentry"."status" = %s {store} AND ({level})
+WHERE "memory_memoryentry"."team_id" = %s AND "memory_memoryentry"."status" = %s
+  AND ("memory_memoryentry"."valid_from" IS NULL OR "memory_memoryentry"."valid_from" <= %s)
+  AND ("memory_memoryentry"."valid_until" IS NULL OR "memory_memoryentry"."valid_until" > %s) {store} AND ({level})
 {order}"""
 _ORDER = """ORDER BY 10 DESC, 11 DESC, "memory_memoryentry"."updated_at" DESC, 1 ASC
 LIMIT %s
@@ -146,12 +153,15 @@ def _top(key, store, query: str, level: str, level_params: list, n: int) -> list
         # SQLite reads the whole level group and orders it by the score computed below.
         order=_ORDER if on_postgres else "",
     )
-    # In the order of the placeholders: select list, team and status, store, level, limit.
+    # In the order of the placeholders: select list, team and status, validity window, store, level, limit.
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
     params = [
         *([store.slug] if by_store else []),
         *score_params,
         key.team_id,
         EntryStatus.ACTIVE.value,
+        now,
+        now,
         *([store.pk] if by_store else []),
         *level_params,
         *([n] if on_postgres else []),
@@ -213,9 +223,9 @@ def _item(r: dict) -> ContextItem:
 
 
 def eligible_entries(key, *, store=None, agent: str | None = None, task: str | None = None):
-    """The statement's selection in the ORM (the tests' oracle): active entries of the key's team this agent and
-    task may see, never another agent's or task's, annotated with their scope level."""
-    qs = MemoryEntry.objects.for_agent_key(key).filter(status=EntryStatus.ACTIVE)
+    """The statement's selection in the ORM (the tests' oracle): active entries of the key's team, valid now, that this
+    agent and task may see, never another agent's or task's, annotated with their scope level."""
+    qs = MemoryEntry.objects.for_agent_key(key).valid_now()
     if store is not None:
         qs = qs.filter(store=store)
     qs = qs.filter(Q(scope_agent__isnull=True) | Q(scope_agent=agent) if agent else Q(scope_agent__isnull=True))

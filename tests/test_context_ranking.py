@@ -75,7 +75,14 @@ def test_level_by_level_ranking_equals_one_query_over_every_eligible_entry(world
             updated_at=now - timedelta(days=rng.choice([0, 0, 3, 40, 200])),  # ties on purpose
             rating=rng.choice([0.0, 0.0, 0.5, -0.5, 1.0]),
             rating_count=rng.randint(0, 4),
-            status=EntryStatus.ARCHIVED if i % 17 == 0 else EntryStatus.ACTIVE,
+            status=EntryStatus.ARCHIVED
+            if i % 17 == 0
+            else EntryStatus.SUPERSEDED
+            if i % 19 == 0
+            else EntryStatus.ACTIVE,
+            # Validity windows: expired, not yet valid, valid for a while, and started in the past.
+            valid_until=now - timedelta(hours=1) if i % 11 == 0 else now + timedelta(days=5) if i % 7 == 0 else None,
+            valid_from=now + timedelta(days=1) if i % 13 == 0 else now - timedelta(days=2) if i % 9 == 0 else None,
         )
     make_entry(world.store_b, key="b-only", content="deploy cache", scope_agent="a0")
     make_key(world.team_a, name="ranker")
