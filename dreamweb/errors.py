@@ -1,13 +1,15 @@
 """Error answers outside the views: Django's 400/403/404/500 handlers and the input guard's 413.
 
 Under /api/ every error is JSON in the API's shape (``{"detail", "code"}``), whatever raised it and whatever the
-path holds (a newline included); pages keep Django's own error pages.
+path holds (a newline included); pages get the site's own error pages (``templates/error_page.html``, with the header
+and navigation, and ``templates/500.html``, which needs neither a request nor the database).
 """
 
 from __future__ import annotations
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
+from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
 from django.views import defaults
 
@@ -33,9 +35,31 @@ def too_large(request, size: int | None, limit: int, setting: str = "DREAMWEB_MA
     )
 
 
+PAGES = {
+    400: ("Bad request", "The request could not be understood. Go back and try again.", False),
+    403: ("You may not do this", "Your role in this team does not allow it; an admin of the team can change it.", True),
+    404: ("Not found", "There is nothing here, or it belongs to a team you are not in.", False),
+}
+
+
+def error_page(request, status: int, exception=None) -> HttpResponse:
+    """A branded error page. A 403 names what was needed (the gates' messages say which role); a 404 says nothing of
+    what it looked for, so that another team's object and a missing one read the same."""
+    title, text, show_reason = PAGES[status]
+    reason = str(exception) if show_reason and exception is not None and str(exception) else ""
+    context = {"status": status, "error_title": title, "error_text": text, "reason": reason}
+    try:
+        body = render_to_string("error_page.html", context, request=request)
+    except Exception:  # noqa: BLE001 - an error page must not fail: Django's plain page, then
+        return {400: defaults.bad_request, 403: defaults.permission_denied, 404: defaults.page_not_found}[status](
+            request, exception
+        )
+    return HttpResponse(body, status=status)
+
+
 def not_found(request, exception=None) -> HttpResponse:
     if not is_api(request):
-        return defaults.page_not_found(request, exception)
+        return error_page(request, 404, exception)
     detail = f"No API endpoint at {request.path!r}."
     if not request.path.endswith("/"):
         try:
@@ -56,13 +80,13 @@ def bad_request(request, exception=None) -> HttpResponse:
 
         return too_large(request, None, settings.DATA_UPLOAD_MAX_MEMORY_SIZE, "DATA_UPLOAD_MAX_MEMORY_SIZE")
     if not is_api(request):
-        return defaults.bad_request(request, exception)
+        return error_page(request, 400, exception)
     return api_error(400, "Bad request.", "bad_request")
 
 
 def permission_denied(request, exception=None) -> HttpResponse:
     if not is_api(request):
-        return defaults.permission_denied(request, exception)
+        return error_page(request, 403, exception)
     return api_error(403, "You do not have permission to perform this action.", "permission_denied")
 
 

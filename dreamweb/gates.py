@@ -10,6 +10,11 @@ from django.shortcuts import get_object_or_404
 from .models import Membership, Role
 
 
+class NoTeam(Http404):
+    """The person belongs to no team, so a page that lists one team's things has nothing to list:
+    dreamweb.middleware.NoTeamMiddleware answers with a page that says what to do (not a 404)."""
+
+
 def membership_for(user, team_id) -> Membership | None:
     if not user.is_authenticated:
         return None

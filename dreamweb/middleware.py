@@ -42,3 +42,22 @@ class TeamScopeMiddleware:
             else:
                 rls.set_scope("")
             return self.get_response(request)
+
+
+class NoTeamMiddleware:
+    """A page that lists the current team's things, opened by someone in no team (a fresh superuser, a person whose
+    last membership was removed), answers with a page that says how to get into a team, not with a 404."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        from .gates import NoTeam
+        from .views import no_team
+
+        if isinstance(exception, NoTeam) and not errors.is_api(request):
+            return no_team(request)
+        return None

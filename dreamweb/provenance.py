@@ -65,11 +65,8 @@ class Author:
 
     @property
     def origin(self) -> str:
-        return {
-            AuthorKind.USER: Origin.HUMAN,
-            AuthorKind.AGENT: Origin.AGENT,
-            AuthorKind.DREAM: Origin.DREAM,
-        }.get(self.kind, Origin.IMPORT)
+        """The origin of a text this author writes outside any proposal (see ``origin_of``)."""
+        return origin_of(self.kind, None)
 
     def version_fields(self) -> dict:
         return {
@@ -78,6 +75,72 @@ class Author:
             "author_key": self.key,
             "author_run_id": self.run_id,
         }
+
+
+def origin_of(author_kind: str, proposal_id: int | None) -> str:
+    """Where the text of a version came from: the one rule, applied to the latest version of an entry.
+
+    A text that a proposal carried came from a dream, whoever approved it (a reviewer approves a dream's text, he does
+    not write it); otherwise the author's kind says it. Anything without a named author (imports, the demo) is
+    ``import``."""
+    if proposal_id is not None:
+        return Origin.DREAM
+    return {
+        AuthorKind.USER: Origin.HUMAN,
+        AuthorKind.AGENT: Origin.AGENT,
+        AuthorKind.DREAM: Origin.DREAM,
+    }.get(author_kind, Origin.IMPORT)
+
+
+def provenance_label(
+    author_kind: str,
+    *,
+    proposal_id: int | None = None,
+    run_id: int | None = None,
+    user_name: str | None = None,
+    key_name: str | None = None,
+) -> str:
+    """What a page says about who made a version: the same words on every page (entries, skills, history).
+
+    A dream change approved by a reviewer is "Dream change approved by <reviewer>", one a policy applied "Dream change
+    applied by the store's policy"; a person's own edit "Written by <person>", an agent's in-band write "Written
+    in-band by agent key <name>", an import "Imported"."""
+    person = user_name or "a deleted user"
+    if proposal_id is not None:
+        if author_kind == AuthorKind.USER:
+            return f"Dream change approved by {person}"
+        if author_kind == AuthorKind.DREAM:
+            return "Dream change applied by the store's policy"
+        return "Dream change"
+    if author_kind == AuthorKind.USER:
+        return f"Written by {person}"
+    if author_kind == AuthorKind.AGENT:
+        return f"Written in-band by agent key {key_name or '(deleted)'}"
+    if author_kind == AuthorKind.DREAM:
+        return f"Written by dream run #{run_id}" if run_id else "Written by a dream run"
+    return "Imported"
+
+
+class VersionProvenance:
+    """Mixed into a version model with ``author_kind``, ``author_user``, ``author_key``, ``author_run_id`` and
+    ``proposal_id`` (memory and skill versions): its origin and its label, by the rules above."""
+
+    @property
+    def origin(self) -> str:
+        return origin_of(self.author_kind, self.proposal_id)
+
+    def get_origin_display(self) -> str:
+        return Origin(self.origin).label
+
+    @property
+    def provenance_label(self) -> str:
+        return provenance_label(
+            self.author_kind,
+            proposal_id=self.proposal_id,
+            run_id=self.author_run_id,
+            user_name=self.author_user.get_username() if self.author_user_id else None,
+            key_name=self.author_key.name if self.author_key_id else None,
+        )
 
 
 @dataclass

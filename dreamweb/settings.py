@@ -66,6 +66,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A signed-in person in no team gets a page saying how to join or start one (dreamweb.gates.NoTeam).
+    "dreamweb.middleware.NoTeamMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: turns a locked-out sign-in into its 429 page.
     "axes.middleware.AxesMiddleware",

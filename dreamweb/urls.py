@@ -12,6 +12,8 @@ DOCS_CSP = {"style-src": ["'unsafe-inline'"], "worker-src": ["blob:"]}
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico whatever the page links; the icon is one SVG among the static files.
+    path("favicon.ico", views.favicon, name="favicon"),
     path("switch-team/", views.switch_team, name="switch-team"),
     path("teams/<slug:slug>/keys/", views.agent_keys, name="agent-keys"),
     path("keys/<int:pk>/revoke/", views.revoke_agent_key, name="revoke-agent-key"),
@@ -29,7 +31,7 @@ urlpatterns = [
     path("api/redoc/", csp_update(DOCS_CSP)(SpectacularRedocView.as_view(url_name="schema")), name="api-redoc"),
 ]
 
-# Under /api/ every error is JSON (dreamweb.errors); pages keep Django's error pages.
+# Under /api/ every error is JSON (dreamweb.errors); pages get the branded error pages.
 handler400 = "dreamweb.errors.bad_request"
 handler403 = "dreamweb.errors.permission_denied"
 handler404 = "dreamweb.errors.not_found"

@@ -12,12 +12,13 @@ from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError, connection, transaction
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.templatetags.static import static
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .forms import AgentKeyForm
-from .gates import get_for_user, require_role
+from .gates import NoTeam, get_for_user, require_role
 from .models import AgentKey, Membership, Role, Team
 
 SESSION_TEAM = "dw_team_id"
@@ -48,7 +49,7 @@ def current_membership(request) -> Membership | None:
 def current_team_or_404(request) -> Membership:
     membership = current_membership(request)
     if membership is None:
-        raise Http404("You are not a member of any team yet.")
+        raise NoTeam("You are not a member of any team yet.")
     return membership
 
 
@@ -61,7 +62,20 @@ def safe_next(request, fallback: str) -> str:
 
 @login_required
 def home(request):
+    if not memberships(request):
+        return no_team(request)
     return redirect("reviews:queue")
+
+
+def no_team(request):
+    """What a signed-in person in no team sees instead of a 404: how to get into one (a superuser: how to start one)."""
+    return render(request, "dreamweb/no_team.html")
+
+
+@require_GET
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever a page links: the icon is one SVG among the static files."""
+    return redirect(static("dreamweb/favicon.svg"), permanent=True)
 
 
 def healthz(request):

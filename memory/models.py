@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from dreamweb.models import AgentKey, Team
-from dreamweb.provenance import AuthorKind, Origin
+from dreamweb.provenance import AuthorKind, Origin, VersionProvenance
 from dreamweb.tenancy import TeamQuerySet, team_key
 
 
@@ -84,6 +84,7 @@ class MemoryEntry(models.Model):
     scope_task = models.CharField(max_length=100, null=True, blank=True)
     tags = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=10, choices=EntryStatus.choices, default=EntryStatus.ACTIVE)
+    # The origin of the latest version (dreamweb.provenance.origin_of), kept with every write: the risk rules read it.
     origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.HUMAN)
     version = models.PositiveIntegerField(default=1)
     content_hash = models.CharField(max_length=64)
@@ -158,7 +159,7 @@ class MemoryVersionQuerySet(TeamQuerySet):
     pass
 
 
-class MemoryVersion(models.Model):
+class MemoryVersion(VersionProvenance, models.Model):
     """One state of an entry, with who made it, when, from which session or proposal, and on what evidence."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
@@ -197,16 +198,6 @@ class MemoryVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} v{self.number}"
-
-    @property
-    def author_label(self) -> str:
-        if self.author_kind == AuthorKind.USER and self.author_user_id:
-            return self.author_user.get_username()
-        if self.author_kind == AuthorKind.AGENT and self.author_key_id:
-            return f"key {self.author_key.name}"
-        if self.author_kind == AuthorKind.DREAM and self.author_run_id:
-            return f"dream run #{self.author_run_id}"
-        return self.get_author_kind_display()
 
 
 class Outcome(models.TextChoices):

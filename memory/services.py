@@ -15,7 +15,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from dreamweb.provenance import Author, ChangeRefused, InvalidChange, Provenance, WriteConflict, content_hash
+from dreamweb.provenance import (
+    Author,
+    ChangeRefused,
+    InvalidChange,
+    Provenance,
+    WriteConflict,
+    content_hash,
+    origin_of,
+)
 
 from .models import EntryStatus, MemoryEntry, MemoryStore, MemoryVersion, Operation
 
@@ -136,7 +144,7 @@ def create_entry(
                 pinned=bool(pinned),
                 valid_from=valid_from,
                 valid_until=valid_until,
-                origin=author.origin,
+                origin=origin_of(author.kind, prov.proposal_id),
                 version=1,
                 created_at=now,
                 updated_at=now,
@@ -216,6 +224,7 @@ def update_entry(
             current.status = status
             if status == EntryStatus.ACTIVE:
                 current.superseded_by_id = None
+        current.origin = origin_of(author.kind, prov.proposal_id)  # the latest version's, as every page shows it
         current.version += 1
         current.updated_at = timezone.now()
         current.save()

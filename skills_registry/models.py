@@ -7,6 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from dreamweb.models import AgentKey, Team
+from dreamweb.provenance import VersionProvenance
 from dreamweb.tenancy import TeamQuerySet, team_key
 
 
@@ -62,7 +63,7 @@ class Skill(models.Model):
         return self.name
 
 
-class SkillVersion(models.Model):
+class SkillVersion(VersionProvenance, models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
