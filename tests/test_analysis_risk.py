@@ -206,3 +206,75 @@ def test_more_injection_phrasings(text):
 
 def test_a_repository_file_for_agents_is_not_an_injection():
     assert not risk.INJECTION.search("Agents must run make check before pushing.")
+
+
+# Credentials carried by a URL or known by a vendor prefix: a webhook URL is itself the credential (whoever has it
+# may post), so its path goes whatever the vendor; a credential-named query value or path segment goes; a random
+# path segment goes. Examples written for the family, not taken from any corpus.
+URL_SECRETS = [
+    ("notify https://hooks.slack.com/services/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 when green", "q3VvYw8Kp0"),
+    ("hooks.slack.com/services/T0000AAAA/B0000BBBB/zzzzzzzzzzzzzzzzzzzzzzzz is the #ops hook", "zzzzzzzzzzzz"),
+    ("the bot posts to https://discordapp.com/api/webhooks/998877665544332211/Hh4-kLp9_Zq", "Hh4-kLp9_Zq"),
+    ("Teams https://contoso.webhook.office.com/webhookb2/aa11-cc33@dd44/IncomingWebhook/ee55ff/gg66", "ee55ff"),
+    ("curl -d @m.json https://chat.googleapis.com/v1/spaces/AAQA/messages?key=AIzaXYZ&token=Pq7_rS9tUv", "Pq7_rS9tUv"),
+    ("https://hooks.zapier.com/hooks/catch/4455667/b8c9d0e/ runs the zap", "b8c9d0e"),
+    ("POST to https://chat.internal.example/hooks/k3j4h5g6f7d8s9a0qwertyuiop for alerts", "k3j4h5g6f7d8"),
+    ("https://api.telegram.org/bot7712345678:AAF3kLm9QwErTyUiOpAsDfGhJkLzXcVbNm1/sendMessage", "AAF3kLm9Qw"),
+    ("the dashboard export is https://grafana.example.net/render?orgId=1&apiToken=GrafExport2026xyz", "GrafExport2026"),
+    ("artifact link https://store.example.org/f.zip?X-Goog-Signature=a1b2c3d4e5f6a7b8&X-Goog-Date=2026", "a1b2c3d4e5"),
+    ("https://status.example.io/api/key/Zt8pQw3LmN6vRx1Y/incidents", "Zt8pQw3LmN6vRx1Y"),
+    ("share https://files.example.com/s/Ab3dEf7GhJ2kLmN9pQ4rStU for the dump", "Ab3dEf7GhJ2kLmN9pQ4rStU"),
+    ("curl -H 'Authorization: Bearer tok.Abc123-def456_GHI' https://api.example.com/v2", "tok.Abc123"),
+    ("curl -H 'Authorization: Basic YWRtaW46c2VjcmV0cGFzcw==' https://legacy.example.com", "YWRtaW46"),
+]
+VENDOR_TOKENS = [
+    "xoxp-2222-3333-abcdEFGH",
+    "xapp-1-A0B1C2D3-4455-aa66bb77cc88",
+    "SG.Zy9x8W7v6U5t4S3r2Q1p.Oo9Nn8Mm7Ll6Kk5Jj4Ii3Hh2Gg1Ff0Ee",
+    "npm_Q1w2E3r4T5y6U7i8O9p0AaSsDdFf",
+    "hf_QwErTyUiOpAsDfGhJkLzXcVbNm",
+    "pypi-AgEIcHlwaS5vcmcCJDExMjIzMzQ0",
+    "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",
+    "dop_v1_00112233445566778899aabbccddeeff",
+    "whsec_Mq3R7tW9yB2nC5vX8zL1kJ4h",
+    "key-0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+]
+
+
+@pytest.mark.parametrize("text,secret", URL_SECRETS)
+def test_secret_bearing_urls_keep_their_host_and_lose_the_secret(text, secret):
+    assert risk.has_secret(text)
+    out = risk.redact(text)
+    assert secret not in out and "[REDACTED]" in out
+
+
+@pytest.mark.parametrize("token", VENDOR_TOKENS)
+def test_vendor_tokens_are_redacted(token):
+    out = risk.redact(f"set {token} in the runner")
+    assert token not in out and out == "set [REDACTED] in the runner"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the handler is https://github.com/acme/cli/blob/main/internal/hooks/pre_push.go",
+        "fixed in https://github.com/acme/cli/commit/9b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c",
+        "read https://docs.acme.dev/guides/ConfiguringTheAPIGatewayFor2025 first",
+        "https://ci.acme.dev/api/webhooks/github receives the pushes",
+        "results at https://ci.acme.dev/runs?page=3&sort=recent&branch=main",
+        "see https://pkg.go.dev/github.com/stretchr/testify/require?tab=doc",
+        "item https://tracker.acme.dev/item/0f8a9c1e-4b2d-4e6f-8a7b-1c2d3e4f5a6b",
+    ],
+)
+def test_ordinary_urls_are_not_secrets(text):
+    assert risk.redact(text) == text
+
+
+def test_a_webhook_in_a_proposal_is_redacted_everywhere():
+    d = draft(
+        "Post release notes to https://hooks.slack.com/services/T1A2B3C4D/B5E6F7G8H/n0Tr3aLlYaS3cr3tV4lu3xx",
+        rationale="Seen with https://hooks.slack.com/services/T1A2B3C4D/B5E6F7G8H/n0Tr3aLlYaS3cr3tV4lu3xx",
+    )
+    risk.redact_draft(d)
+    blob = json.dumps([d.content, d.rationale, d.evidence])
+    assert "n0Tr3aLl" not in blob and "B5E6F7G8H" not in blob and "hooks.slack.com" in blob

@@ -9,7 +9,7 @@ import math
 import re
 from collections import Counter
 
-from .normalize import url_host, urls
+from .normalize import URL_RE, url_host, urls
 
 REDACTED = "[REDACTED]"
 
@@ -25,7 +25,44 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
     ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b")),
     ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
     ("URL credentials", re.compile(r"(?<=://)[^\s/:@]+:[^\s/@]+(?=@)")),
+    # Vendor tokens known by their prefix (Slack app/config tokens, SendGrid, npm, PyPI, Hugging Face, Shopify,
+    # DigitalOcean, Stripe webhook signing secrets, GitLab deploy/runner tokens, Mailgun, Twilio API keys, Telegram
+    # bot tokens, Azure connection strings).
+    (
+        "vendor token",
+        re.compile(
+            r"\b(?:xox[a-z]-|xapp-|xoxe\.xox[a-z]-)[A-Za-z0-9-]{8,}|\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|"
+            r"\b(?:npm|hf|shpat|shpss|shpca|shppa|whsec|dop_v1|doo_v1|dor_v1|gldt|glrt|glptt|glsoat|sk_live|"
+            r"rk_live)_[A-Za-z0-9_-]{16,}|\bpypi-AgE[A-Za-z0-9_-]{16,}|\bkey-[0-9a-z]{32}\b|\bSK[0-9a-f]{32}\b|"
+            r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,}|(?i:\b(?:Account|SharedAccess)Key=)[A-Za-z0-9+/=]{16,}"
+        ),
+    ),
+    # `Authorization: Bearer <token>`, `Basic <base64>`: the credential after the scheme word.
+    ("HTTP credentials", re.compile(r"(?<=\bBearer )[A-Za-z0-9._~+/=-]{8,}|(?<=\bBasic )[A-Za-z0-9+/=]{12,}")),
 ]
+# A URL that is itself a credential: whoever has it may post (Slack, Discord, Teams, Google Chat, Zapier, IFTTT,
+# Mattermost and any `/hooks/` or `/webhook` endpoint, a Telegram bot URL). Its host stays; everything after it goes.
+WEBHOOK_URL = re.compile(
+    r"(?i)(?:\bhttps?://(?:[\w-]+\.)*(?:[\w-]*(?:hooks?|webhook)[\w-]*\.[\w.-]+|discord(?:app)?\.com|"
+    r"chat\.googleapis\.com|maker\.ifttt\.com|api\.telegram\.org)(?::\d+)?|"
+    r"\b(?:hooks\.slack\.com|hooks\.zapier\.com|[\w-]+\.webhook\.office\.com|maker\.ifttt\.com|"
+    r"chat\.googleapis\.com|api\.telegram\.org|discord(?:app)?\.com(?=/api/webhooks))|"
+    # any other host, when the path has a hooks/webhook segment followed by an id (digits in it) or a bot token
+    r"\bhttps?://[\w.-]+(?::\d+)?(?=/(?:[^\s'\"`<>/]+/)*(?:(?:hooks?|webhooks?|webhookb2)/[\w-]*\d[\w-]{7,}|"
+    r"bot\d+:)))"
+    r"/(?P<path>[^\s'\"`<>()\[\]{}]+)"
+)
+# `?token=…&sig=…`: a query parameter named as a credential (pre-signed URLs, API keys in links).
+URL_SECRET_PARAM = re.compile(
+    r"(?i)[?&;](?:[\w.-]*(?:token|secret|passw(?:or)?d|api[_-]?key|apikey|access[_-]?key|signature|credential|"
+    r"auth)[\w.-]*|key|sig|code|private[_-]?token)=(?P<value>[^\s&#'\"`<>]{6,})"
+)
+# `…/token/<value>`, `…/key/<value>`: a path segment named as a credential, and the value after it.
+URL_SECRET_SEGMENT = re.compile(
+    r"(?i)(?<=[\w.-]/)(?:token|key|apikey|api[_-]?key|secret|access[_-]?token)/(?P<value>[A-Za-z0-9_+=.-]{12,})"
+)
+# A path segment of a URL that mixes lower case, upper case and digits at length: a capability token in the link.
+URL_RANDOM_SEGMENT = re.compile(r"(?<=/)[A-Za-z0-9_-]{20,}(?=[/?#\s'\"`<>)\]]|$)")
 # `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
 ASSIGNED_SECRET = re.compile(
     r"(?i)(?<![a-z])(?:password|passwd|pass|pwd|passphrase|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|"
@@ -87,6 +124,24 @@ def _looks_random(tok: str) -> bool:
     return not all(re.fullmatch(r"[a-z]+|[A-Z]+|(?:[A-Z]?[a-z]+)+\d*|\d+", p) for p in parts)
 
 
+def _url_secrets(text: str) -> list[tuple[str, int, int]]:
+    """Secrets carried by a URL: a webhook's whole path, a credential-named query value or path segment, and a
+    random-looking path segment (mixed case and digits; a hex commit id or a UUID is not one)."""
+    spans = [("webhook URL", m.start("path"), m.end("path")) for m in WEBHOOK_URL.finditer(text)]
+    spans += [("URL credential", m.start("value"), m.end("value")) for m in URL_SECRET_PARAM.finditer(text)]
+    spans += [("URL credential", m.start("value"), m.end("value")) for m in URL_SECRET_SEGMENT.finditer(text)]
+    if "/" in text:
+        for u in URL_RE.finditer(text):
+            for m in URL_RANDOM_SEGMENT.finditer(u.group(0)):
+                seg = m.group(0)
+                if re.search(r"[a-z]", seg) and re.search(r"[A-Z]", seg) and re.search(r"\d", seg):
+                    # words glued in CamelCase (`InstallingTheCLIOnLinux2024`) are a page name, not a token
+                    wordy = sum(len(w) for w in re.findall(r"[a-z]{3,}", seg))
+                    if wordy < 0.4 * len(seg) and _looks_random(seg):
+                        spans.append(("URL credential", u.start() + m.start(), u.start() + m.end()))
+    return spans
+
+
 def find_secrets(text: str) -> list[tuple[str, int, int]]:
     """(what, start, end) of every secret-looking span in the text."""
     spans: list[tuple[str, int, int]] = []
@@ -94,6 +149,7 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
         return spans
     for name, pat in SECRET_PATTERNS:
         spans += [(name, m.start(), m.end()) for m in pat.finditer(text)]
+    spans += _url_secrets(text)
     for m in ASSIGNED_SECRET.finditer(text):
         value = m.group("value")
         if value.startswith(REDACTED) or value.lower() in ("required", "needed", "missing", "set", "unset", "none"):
