@@ -598,6 +598,51 @@ def test_the_usual_linter_reports_give_their_rule(report, rule):
     assert f["rule"] == rule and f["key"] == f"check:make lint:rule {rule}"
 
 
+def test_every_rule_of_a_long_report_is_named():
+    rules = ["unused", "gosec", "dupl", "funlen", "gocyclo", "lll", "misspell", "prealloc", "nakedret", "goconst",
+             "whitespace", "bodyclose"]  # fmt: skip
+    report = "\n".join(f"pkg/a{i}.go:{i + 3}:1: something about this code ({r})" for i, r in enumerate(rules))
+    s = S().call("bash", "golangci-lint run", report + "\n12 issues:", error=True)
+    s.call("bash", "golangci-lint run", "0 issues.")
+    assert {f["rule"] for f in analyze(s.doc).findings} == set(rules)
+
+
+@pytest.mark.parametrize(
+    "later", ["make check && make test", "make check 2>&1 && pytest -q | tail -3", "cd src && make check"]
+)
+def test_a_check_passes_again_inside_a_chain_that_succeeded(later):
+    report = "lib/x.py:3:1: B006 Do not use mutable data structures for argument defaults\nFound 1 error."
+    s = S().call("bash", "make check", report, error=True).call("bash", later, "ok")
+    (f,) = analyze(s.doc).findings
+    assert f["rule"] == "B006"
+    # a chain that failed says nothing of the check's own result, and one that does something else first is another
+    # procedure (what replaced the check is the ordinary fix analysis's)
+    for other, failed in (("make check && make test", True), ("make deps && make check", False)):
+        s = S().call("bash", "make check", report, error=True).call("bash", other, "x", error=failed)
+        assert [x for x in analyze(s.doc).findings if x.get("check")] == []
+
+
+@pytest.mark.parametrize(
+    "line,said",
+    [
+        (
+            "svc/db.go:40:9: error returned from interface method should be wrapped: sig: func (io.Reader).Read([]byte)"
+            " (int, error) (wrapcheck)",
+            "error returned from interface method should be wrapped (wrapcheck)",
+        ),
+        (
+            "app/m.py:12:1: call to a deprecated helper is not allowed: utils.legacy.fetch_all(*args) (banned-api)",
+            "call to a deprecated helper is not allowed (banned-api)",
+        ),
+        ("a.go:3:2: ifElseChain: rewrite if-else to switch statement (gocritic)", "ifElseChain: rewrite if-else"),
+    ],
+)
+def test_a_lesson_quotes_the_rules_sentence_not_the_code_one_place_quoted(line, said):
+    s = S().call("bash", "make lint", line + "\n1 issues:", error=True).call("bash", "make lint", "0 issues.")
+    (f,) = analyze(s.doc).findings
+    assert said in f["summary"] and "sig:" not in f["summary"] and "fetch_all" not in f["summary"]
+
+
 def test_code_that_does_not_build_yet_is_no_rule():
     report = "src/a.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'.\nFound 1 error."
     s = S().call("bash", "npx tsc --noEmit", report, error=True).call("bash", "npx tsc --noEmit", "")

@@ -239,7 +239,9 @@ STYLISH = re.compile(r"^\s+\d+:\d+\s+(?:error|warning)\s+(?P<message>.+?)\s{2,}(
 LEADING_RULE = re.compile(r"^(?:error\s+|warning\s+)?(?P<rule>[A-Z]{1,4}\d{2,5})\b:?\s*(?:\[\*\]\s*)?")
 # The rule a diagnostic names: `... (nilerr)`, `... [attr-defined]`.
 RULE = re.compile(r"[(\[](?P<rule>[a-z][\w-]{1,40})[)\]]\s*$")
-MAX_DIAGNOSTICS = 8
+# Distinct rules taken from one report: a linter that lists a dozen rules at once still names each (the ninth is as
+# much a rule of the team's as the first); the bound only keeps a runaway report from flooding the findings.
+MAX_DIAGNOSTICS = 20
 # What a compiler says of code that does not build yet: the work in progress, one-off by nature, not a rule.
 COMPILE_ERROR = re.compile(
     r"(?i)\b(?:undefined|undeclared|not declared|not defined|cannot use|cannot find (?:symbol|name|module)|"
@@ -267,6 +269,16 @@ def _check(cmd: str) -> str:
     return nz.collapse(re.sub(r"\s*\d?>&\d|\s*2>\s*/dev/null", "", core))
 
 
+def _passes(b: Action, check: str) -> bool:
+    """The shell step ran ``check`` and it passed: the same check alone, or first in an ``&&`` chain that succeeded
+    (`make lint && make test`, `cd src && make lint`: the chain only goes on, and succeeds, when the check passed).
+    A chain that does something else first (`go mod tidy && go test`) is another procedure, not the check again."""
+    if not b.shell or b.failed:
+        return False
+    parts = [p for p in re.split(r"\s*&&\s*", b.arg) if not re.match(r"(?:cd|pushd)\s", p.strip())]
+    return _check(b.arg) == check or bool(parts) and _check(parts[0]) == check
+
+
 def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[list[dict], set[int]]:
     """A check (lint, type check, build) that reports diagnostics, and passes again later in the session once the code
     was changed: one finding per diagnostic kind (its message with the place and numbers taken out). The same
@@ -280,10 +292,7 @@ def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[lis
         if not diags:
             continue
         check = _check(a.arg)
-        later = next(
-            (b for b in actions[a.pos + 1 :] if b.shell and _check(b.arg) == check and not b.failed),
-            None,
-        )
+        later = next((b for b in actions[a.pos + 1 :] if _passes(b, check)), None)
         if later is None:
             continue  # never passed again in the session: the ordinary fix analysis may still find what replaced it
         handled.add(a.pos)
@@ -298,11 +307,12 @@ def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[lis
             seen.add(sig)
             fix = _fix_line(edits, rule) if rule else ""
             how = f" (the fix: `{trim(fix, 120)}`)" if fix else ""
+            said = _gist(message, rule)
             out.append(
                 make_finding(
                     "tool_failure",
                     f"check:{nz.normalize_command(check)}:{sig}",
-                    f"`{check}` reports `{trim(message, 160)}`{how}: it passed again once the code was fixed. "
+                    f"`{check}` reports `{trim(said, 160)}`{how}: it passed again once the code was fixed. "
                     f"Write code that passes it, and run `{check}` before calling the work done.",
                     evidence=[
                         evidence(a.call_index, a.text, "agent"),
@@ -312,7 +322,7 @@ def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[lis
                     confidence=0.6,
                     old=check,
                     new=f"{check} (after fixing the code)",
-                    error=message,
+                    error=said,
                     error_signature=sig,
                     resolved=True,
                     tool=a.name,
@@ -321,6 +331,20 @@ def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[lis
                 )
             )
     return out, handled
+
+
+def _gist(message: str, rule: str | None) -> str:
+    """What a diagnostic says, without the code it quotes after its sentence: `error returned from external package
+    is unwrapped: sig: func (*x.Repository).Head() (...) (wrapcheck)` says `error returned from external package is
+    unwrapped (wrapcheck)`; that signature is one place's, not the rule's. A message that opens with a check's name
+    (`ifElseChain: rewrite if-else ...`) keeps what follows."""
+    if not rule:
+        return message
+    body = RULE.sub("", message).rstrip()
+    head, sep, rest = body.partition(": ")
+    if sep and len(head.split()) >= 3 and re.search(r"[(*{\[]|\w[./]\w", rest):
+        return f"{head} ({rule})"
+    return message
 
 
 def _parse_diagnostics(output: str) -> list[tuple[str, str, str | None]]:
