@@ -323,15 +323,13 @@ def set_pinned(
     )
 
 
-def suggest_key(store: MemoryStore, content: str, *, hint: str = "") -> str:
-    """A readable key that is free in the store: slug of the hint or the first words of the content."""
-    words = re.findall(r"[A-Za-z0-9]+", hint or content)[:6]
-    base = slugify("-".join(words))[:60].strip("-") or "note"
-    key, n = base, 2
-    existing = set(MemoryEntry.objects.filter(store=store, key__startswith=base).values_list("key", flat=True))
-    while key in existing:
-        key, n = f"{base}-{n}", n + 1
-    return key
+def new_entry_key(hint: str, content: str | None = "") -> str:
+    """The key a new entry proposed with this hint gets: the whole hint as a slug (up to 200 characters), else the
+    first words of the content, else "note". Pure: a review card shows it and approval writes exactly it."""
+    if hint and (key := slugify(hint)[:200].strip("-")):
+        return key
+    words = re.findall(r"[A-Za-z0-9]+", content or "")[:6]
+    return slugify("-".join(words))[:60].strip("-") or "note"
 
 
 def apply_change(
@@ -344,20 +342,21 @@ def apply_change(
     author: Author,
     scope_agent: str | None = None,
     scope_task: str | None = None,
-    key_hint: str = "",
+    key: str = "",
     provenance: Provenance | None = None,
 ) -> list[MemoryVersion]:
     """Apply a reviewed change (add / update / remove / merge) to a store, all or nothing.
 
-    Each target must still have the hash the change was prepared against, else StaleWrite and nothing changes.
-    Returns the versions written.
+    An ``add`` creates exactly ``key`` (new_entry_key of the content when empty): a key already taken raises
+    EntryExists, never a silent "-2". Each target must still have the hash the change was prepared against, else
+    StaleWrite and nothing changes. Returns the versions written.
     """
     prov = provenance or Provenance()
     with transaction.atomic():
         if operation == "add":
             entry = create_entry(
                 store,
-                key=suggest_key(store, content or "", hint=key_hint),
+                key=key or new_entry_key("", content),
                 content=content or "",
                 author=author,
                 scope_agent=scope_agent,

@@ -8,7 +8,7 @@ from dreamweb.input_guard import parse_id
 
 from .analysis import registry
 from .models import AutonomyPolicy, ProposalOperation, Risk
-from .services import POLICY_FIELDS
+from .services import POLICY_FIELDS, REASON_MAX
 
 SORTS = {
     # name: (label, ordering). Ties break on id so that paging is stable.
@@ -54,9 +54,38 @@ class QueueFilterForm(forms.Form):
 
 
 class DecisionForm(forms.Form):
+    """A decision on one card. ``edited`` says the edit form sent it: then key and scope are the reviewer's
+    (an empty scope means every agent / every task). ``also`` names the same change pending in other stores."""
+
     # Not stripped: whitespace in an edited memory is the reviewer's choice.
     content = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 6}))
-    reason = forms.CharField(required=False, max_length=2000)
+    reason = forms.CharField(
+        required=False,
+        max_length=REASON_MAX,
+        error_messages={
+            "max_length": f"The reason is too long (at most {REASON_MAX} characters). Nothing was decided."
+        },
+    )
+    edited = forms.BooleanField(required=False)
+    key = forms.CharField(required=False, max_length=200)
+    scope_agent = forms.CharField(required=False, max_length=100)
+    scope_task = forms.CharField(required=False, max_length=100)
+    also = forms.Field(required=False, widget=forms.MultipleHiddenInput)
+    then = forms.CharField(required=False)
+
+    def clean_also(self):
+        values = self.data.getlist("also") if hasattr(self.data, "getlist") else []
+        return sorted({i for i in (parse_id(v) for v in values[:MAX_BULK]) if i is not None})
+
+    def edits(self) -> dict:
+        """The reviewer's edits of key and scope (only from the edit form)."""
+        if not self.cleaned_data.get("edited"):
+            return {}
+        data = self.cleaned_data
+        edits = {"scope": (data.get("scope_agent") or None, data.get("scope_task") or None)}
+        if "key" in self.data:
+            edits["key"] = data.get("key") or ""
+        return edits
 
 
 class IdListField(forms.Field):
@@ -76,7 +105,15 @@ class IdListField(forms.Field):
 class BulkForm(forms.Form):
     ids = IdListField(required=True, error_messages={"required": "Select at least one card first."})
     action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
-    reason = forms.CharField(required=False, max_length=2000)
+    reason = forms.CharField(
+        required=False,
+        max_length=REASON_MAX,
+        error_messages={
+            "max_length": f"The reason is too long (at most {REASON_MAX} characters). Nothing was decided."
+        },
+    )
+    # The second step: the page showed the counts and the person confirmed them.
+    confirmed = forms.BooleanField(required=False)
 
 
 class CommaListField(forms.CharField):

@@ -12,6 +12,7 @@ from django.utils import timezone
 from dreamweb.models import Team
 from dreamweb.tenancy import TeamQuerySet, team_key
 from memory.models import AgentSession, MemoryStore
+from memory.services import new_entry_key
 
 
 class PolicyMode(models.TextChoices):
@@ -318,6 +319,8 @@ class Proposal(models.Model):
     # Keys of the entries (or skill names) the change touches, and the content hash each had when proposed.
     targets = models.JSONField(default=list, blank=True)
     target_hashes = models.JSONField(default=dict, blank=True)
+    # The version number each target had when proposed ({key: n}): what the card names ("the dream read v3").
+    target_versions = models.JSONField(default=dict, blank=True)
     content = models.TextField(null=True, blank=True)
     # What the dream proposed, kept when a reviewer edits the content before approving.
     original_content = models.TextField(null=True, blank=True)
@@ -337,6 +340,8 @@ class Proposal(models.Model):
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.TextField(blank=True)
+    # The store policy mode that applied it without a reviewer (empty: a person decided, or nobody yet).
+    decided_by_policy = models.CharField(max_length=20, blank=True, choices=PolicyMode.choices)
     applied_versions = models.JSONField(default=list, blank=True, help_text="Ids of the versions the apply wrote.")
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -365,6 +370,14 @@ class Proposal(models.Model):
         return f"{self.operation} {self.target_kind} ({self.status})"
 
     @property
+    def write_key(self) -> str:
+        """The exact key an approved ``add`` writes (memory.services.new_entry_key): the card shows it, approval
+        writes it verbatim, and a key taken meanwhile is a conflict, never a silent "-2"."""
+        if self.target_kind == TargetKind.SKILL:
+            return self.key_hint
+        return new_entry_key(self.key_hint, self.content)
+
+    @property
     def prevalence_percent(self) -> int:
         return round(100 * self.prevalence_sessions / self.prevalence_of) if self.prevalence_of else 0
 
@@ -383,6 +396,9 @@ class ProposalEvidence(models.Model):
     event_index = models.PositiveIntegerField()
     excerpt = models.TextField()
     trust = models.CharField(max_length=10, choices=EvidenceTrust.choices, default=EvidenceTrust.AGENT)
+    # A few events around this one, as [[index, label, text]] (redacted, trimmed; see reviews.evidence): the card
+    # shows them so that a reviewer reads the excerpt in its place without opening the transcript.
+    context = models.JSONField(default=list, blank=True)
 
     objects = TeamQuerySet.as_manager()
 

@@ -10,11 +10,16 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from dreamweb.provenance import Author, InvalidChange, Provenance, WriteConflict
-from memory.services import apply_change
+from dreamweb.provenance import Author, ChangeRefused, Provenance, WriteConflict
+from memory.models import MemoryEntry
+from memory.services import apply_change, validate_key
+from skills_registry.models import Skill
 from skills_registry.services import apply_skill_change
 
 from .models import AutonomyPolicy, PolicyChange, PolicyMode, Proposal, ProposalStatus, Risk, TargetKind
+
+# The longest reason a decision keeps; a longer one is refused with a message and nothing is decided.
+REASON_MAX = 2000
 
 
 class DecisionError(Exception):
@@ -75,19 +80,47 @@ def _apply_target(proposal: Proposal, author: Author, prov: Provenance) -> list[
             author=author,
             scope_agent=proposal.scope_agent,
             scope_task=proposal.scope_task,
-            key_hint=proposal.key_hint,
+            key=proposal.write_key,
             provenance=prov,
         )
     return [v.pk for v in versions]
 
 
-def apply_proposal(
-    proposal: Proposal, *, user=None, author: Author | None = None, content: str | None = None, reason: str = ""
-) -> Proposal:
-    """Apply a pending proposal (optionally with reviewer-edited content). Returns it as applied or conflict.
+def check_reason(reason: str) -> str:
+    """A decision's reason, or DecisionError when it is too long (refused whole, never cut or dropped)."""
+    reason = reason or ""
+    if len(reason) > REASON_MAX:
+        raise DecisionError(f"The reason is {len(reason)} characters; at most {REASON_MAX}. Nothing was decided.")
+    return reason
 
-    Raises NotPending when someone else decided it first.
+
+def readable_refusal(exc: ChangeRefused) -> str:
+    """Why the owning app refused the change, in words (no hashes)."""
+    if isinstance(exc, WriteConflict):
+        name = getattr(exc.obj, exc.name_field, "?")
+        version = getattr(exc.obj, "version", None)
+        now = f" (it is at version {version} now)" if version else ""
+        return f"{exc.target} {name!r} changed since the dream read it{now}"
+    return str(exc)
+
+
+def apply_proposal(
+    proposal: Proposal,
+    *,
+    user=None,
+    author: Author | None = None,
+    content: str | None = None,
+    reason: str = "",
+    key: str | None = None,
+    scope: tuple[str | None, str | None] | None = None,
+    policy: str = "",
+) -> Proposal:
+    """Apply a pending proposal (optionally with a reviewer's edits: text, key of an add, scope (agent, task)).
+    Returns it as applied or conflict; ``policy`` names the policy mode that applied it without a reviewer.
+
+    Raises NotPending when someone else decided it first, DecisionError when an edit is refused.
     """
+    reason = check_reason(reason)
     author = author or (Author.person(user) if user is not None else Author.dream(proposal.run_id))
     with transaction.atomic():
         if not _claim(proposal.pk):
@@ -95,31 +128,43 @@ def apply_proposal(
             raise NotPending(proposal.pk, current or "gone")
         proposal.refresh_from_db()
         update_fields = ["status", "decided_by", "decided_at", "decision_reason", "applied_versions"]
+        update_fields.append("decided_by_policy")
         if content is not None and content != proposal.content:
             if not content.strip():
                 raise DecisionError("The edited text is empty.")
             proposal.original_content = proposal.content
             proposal.content = content
             update_fields += ["content", "original_content"]
+        if key is not None and proposal.operation == "add" and key != proposal.write_key:
+            try:
+                proposal.key_hint = validate_key(key)
+            except ChangeRefused as exc:
+                raise DecisionError(f"The key is refused: {exc}.") from exc
+            update_fields.append("key_hint")
+        if scope is not None:
+            proposal.scope_agent, proposal.scope_task = (v.strip()[:100] or None if v else None for v in scope)
+            update_fields += ["scope_agent", "scope_task"]
         proposal.decided_by = user
         proposal.decided_at = timezone.now()
         proposal.decision_reason = reason
+        proposal.decided_by_policy = policy
         try:
             with transaction.atomic():
                 proposal.applied_versions = _apply_target(proposal, author, _provenance(proposal, reason))
             proposal.status = ProposalStatus.APPLIED
-        except (WriteConflict, InvalidChange) as exc:
+        except ChangeRefused as exc:
             proposal.status = ProposalStatus.CONFLICT
-            proposal.decision_reason = f"{reason} (not applied: {exc})".strip()
+            proposal.decision_reason = f"{reason} (not applied: {readable_refusal(exc)})".strip()
         proposal.save(update_fields=update_fields)
     return proposal
 
 
-def approve(proposal: Proposal, *, user, content: str | None = None, reason: str = "") -> Proposal:
-    return apply_proposal(proposal, user=user, content=content, reason=reason)
+def approve(proposal: Proposal, *, user, content: str | None = None, reason: str = "", **edits) -> Proposal:
+    return apply_proposal(proposal, user=user, content=content, reason=reason, **edits)
 
 
 def reject(proposal: Proposal, *, user, reason: str = "") -> Proposal:
+    reason = check_reason(reason)
     updated = Proposal.objects.filter(pk=proposal.pk, status=ProposalStatus.PENDING).update(
         status=ProposalStatus.REJECTED, decided_by=user, decided_at=timezone.now(), decision_reason=reason
     )
@@ -132,6 +177,7 @@ def reject(proposal: Proposal, *, user, reason: str = "") -> Proposal:
 
 def bulk_decide(proposals, *, user, approve_them: bool, reason: str = "") -> dict[str, list[int]]:
     """Approve or reject several proposals; each is decided on its own (one conflict does not stop the rest)."""
+    reason = check_reason(reason)
     done: dict[str, list[int]] = {"applied": [], "rejected": [], "conflict": [], "skipped": []}
     for proposal in proposals:
         try:
@@ -144,6 +190,95 @@ def bulk_decide(proposals, *, user, approve_them: bool, reason: str = "") -> dic
         except NotPending:
             done["skipped"].append(proposal.pk)
     return done
+
+
+def bulk_summary(proposals) -> dict:
+    """What a bulk decision would touch, for its confirmation: how many, by risk (high first) and by store."""
+    by_risk = {r: 0 for r in (Risk.HIGH, Risk.MEDIUM, Risk.LOW)}
+    by_store: dict[str, int] = {}
+    for p in proposals:
+        by_risk[p.risk] = by_risk.get(p.risk, 0) + 1
+        by_store[p.store.display_name] = by_store.get(p.store.display_name, 0) + 1
+    return {
+        "total": len(proposals),
+        "by_risk": [(Risk(r).label, n) for r, n in by_risk.items() if n],
+        "by_store": sorted(by_store.items()),
+    }
+
+
+def current_targets(proposal: Proposal) -> dict[str, object]:
+    """{key: the target as it is now (MemoryEntry or Skill)} of a proposal's targets that still exist."""
+    if proposal.target_kind == TargetKind.SKILL:
+        rows = Skill.objects.filter(team_id=proposal.team_id, name__in=proposal.targets or [])
+        return {s.name: s for s in rows}
+    rows = MemoryEntry.objects.filter(store_id=proposal.store_id, key__in=proposal.targets or [])
+    return {e.key: e for e in rows}
+
+
+def rebase(proposal: Proposal, *, user) -> Proposal:
+    """Re-base a proposal whose targets changed onto their current text: it waits again (pending), prepared against
+    the current hashes and versions, so the reviewer sees the diff against what is there now and decides again.
+
+    Refused (DecisionError) when a target no longer exists or is archived: there is nothing to rebase onto.
+    """
+    with transaction.atomic():
+        locked = Proposal.objects.select_for_update().filter(pk=proposal.pk).first()
+        if locked is None or locked.status not in (ProposalStatus.PENDING, ProposalStatus.CONFLICT):
+            raise NotPending(proposal.pk, locked.status if locked else "gone")
+        now = current_targets(locked)
+        missing = [k for k in locked.targets or [] if k not in now or getattr(now[k], "status", "") == "archived"]
+        if missing:
+            raise DecisionError(f"Nothing to rebase onto: {', '.join(missing)} no longer exists or is archived.")
+        if locked.operation == "add":
+            raise DecisionError("An addition has no target text to rebase onto; edit its key instead.")
+        locked.target_hashes = {k: now[k].content_hash for k in locked.targets}
+        locked.target_versions = {k: now[k].version for k in locked.targets}
+        note = f"rebased onto the current text by {user.get_username()}" if user is not None else "rebased"
+        Proposal.objects.filter(pk=locked.pk).update(
+            status=ProposalStatus.PENDING,
+            target_hashes=locked.target_hashes,
+            target_versions=locked.target_versions,
+            decided_by=None,
+            decided_at=None,
+            decision_reason=note,
+            applied_versions=[],
+        )
+    proposal.refresh_from_db()
+    return proposal
+
+
+def recheck_conflicts(proposals) -> list[int]:
+    """Conflicts whose targets are back to the very text the dream saw wait again (conflict → pending, compare-and-
+    set); returns their ids. Called when a target is written (reviews.apps connects it) and by the conflicts page."""
+    back = []
+    for p in proposals:
+        if p.status != ProposalStatus.CONFLICT or not p.targets:
+            continue
+        now = current_targets(p)
+        expected = p.target_hashes or {}
+        if all(
+            k in now and now[k].content_hash == expected.get(k) and getattr(now[k], "status", "") != "archived"
+            for k in p.targets
+        ):
+            updated = Proposal.objects.filter(pk=p.pk, status=ProposalStatus.CONFLICT).update(
+                status=ProposalStatus.PENDING,
+                decided_by=None,
+                decided_at=None,
+                decision_reason="waiting again: the target is back to the text the dream read",
+            )
+            if updated:
+                back.append(p.pk)
+    return back
+
+
+def same_elsewhere(proposal: Proposal):
+    """The same change (same signature) waiting in the team's other stores: one decision covers them all."""
+    return (
+        Proposal.objects.filter(team_id=proposal.team_id, signature=proposal.signature, status=ProposalStatus.PENDING)
+        .exclude(pk=proposal.pk)
+        .select_related("store")
+        .order_by("store__slug")
+    )
 
 
 def policy_allows(proposal: Proposal, policy) -> bool:

@@ -84,11 +84,14 @@ def make_skill(team, name="release-process", description="How to release to prod
     return create_skill(team, name=name, description=description, body=body, author=Author.system(), **kwargs)
 
 
+DEFAULT_PROPOSAL_TEXT = "Run `make release`, not `make deploy`."
+
+
 def make_proposal(
     store,
     *,
     operation="add",
-    content="Run `make release`, not `make deploy`.",
+    content=DEFAULT_PROPOSAL_TEXT,
     targets=(),
     sessions=None,
     evidence_count=2,
@@ -113,7 +116,9 @@ def make_proposal(
         "rationale": "Agents kept running `make deploy`, which does not exist; `make release` worked.",
         "confidence": 0.8,
         "risk": "low",
-        "key_hint": "release-command" if operation == "add" else "",
+        # An add writes exactly its key (Proposal.write_key): other texts get keys of their own words, so that two
+        # proposals of one test do not take the same key.
+        "key_hint": "release-command" if operation == "add" and content == DEFAULT_PROPOSAL_TEXT else "",
     }
     defaults.update(fields)
     proposal = Proposal.objects.create(
@@ -125,8 +130,7 @@ def make_proposal(
         content=content,
         prevalence_sessions=prevalence[0],
         prevalence_of=prevalence[1],
-        signature=uuid.uuid4().hex,
-        **defaults,
+        **{"signature": uuid.uuid4().hex, **defaults},
     )
     if sessions is None:
         sessions = [SessionFactory(team=store.team) for _ in range(evidence_count)]

@@ -211,3 +211,21 @@ def test_real_corpus_poison_and_secret_never_reach_memory(world, cycle, mode):
         assert not applied.exists()
     else:
         assert applied.filter(content__icontains="pnpm").exists()
+
+
+def test_persisted_proposals_carry_exact_key_target_version_context_and_policy(world, crafted, cycle):
+    """Issue 14: an add's key is fixed when stored (the card shows it, approval writes exactly it), each target names
+    the version the dream read, representative evidence rows carry the transcript lines around them, and what a
+    policy applied says which policy."""
+    from reviews.models import ProposalEvidence
+
+    AutonomyPolicy.objects.create(team=world.team, store=world.store, mode=PolicyMode.AUTO_LOW_RISK)
+    run = cycle(world.store)
+    low = Proposal.objects.get(run=run, key_hint="low")
+    assert low.status == ProposalStatus.APPLIED and low.decided_by_policy == PolicyMode.AUTO_LOW_RISK
+    assert MemoryVersion.objects.get(pk__in=low.applied_versions).key == low.write_key == "low"
+    medium = Proposal.objects.get(run=run, key_hint="medium")
+    assert medium.target_versions == {"style": 1} and medium.decided_by_policy == ""
+    with_context = ProposalEvidence.objects.filter(proposal=medium).exclude(context=[])
+    assert with_context.count() == 3  # three sessions, three representatives
+    assert all(any(row[0] == 0 for row in ev.context) for ev in with_context)

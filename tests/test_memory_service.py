@@ -115,7 +115,7 @@ def test_apply_change_add_update_remove_merge(store):
         content="Use pnpm.",
         author=dream,
         scope_agent="web",
-        key_hint="pnpm install",
+        key="pnpm-install",
     )
     assert (added.key, added.operation, added.author_run_id, added.scope_agent) == ("pnpm-install", "create", 41, "web")
 

@@ -172,7 +172,7 @@ def test_bulk_needs_reviewer_and_never_touches_other_teams(world, objs):
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(world.alice)
     assert strict.post(reverse("reviews:bulk"), {"ids": [a.pk], "action": "approve"}).status_code == 403
-    _as(world.alice).post(reverse("reviews:bulk"), {"ids": [a.pk, b.pk], "action": "approve"})
+    _as(world.alice).post(reverse("reviews:bulk"), {"ids": [a.pk, b.pk], "action": "approve", "confirmed": "1"})
     assert Proposal.objects.get(pk=a.pk).status == "applied"
     assert Proposal.objects.get(pk=b.pk).status == "pending"
 

@@ -92,8 +92,11 @@ def test_card_of_a_stale_target_warns_and_shows_the_current_text(client, world):
 
     html = login(client, world.alice).get(reverse("reviews:queue")).content.decode()
 
-    assert "Changed since the dream read it" in html
+    # In words, with versions and no hashes; the diff is against the current text; no Approve that can only fail.
+    assert "deploy changed by System since the dream read it: the dream read version 1, it is at version 2." in html
     assert "Deploy by hand, carefully." in html
+    assert entry.content_hash not in html and 'data-action="approve"' not in html
+    assert "Rebase onto the current text" in html and "Edit against current" in html
 
 
 def test_queue_text_is_escaped(client, world):
@@ -301,7 +304,16 @@ def test_bulk_approve_and_reject(client, world):
     theirs = make_proposal(world.store_b, content="B team.")
     client = login(client, world.alice)
 
-    response = client.post(reverse("reviews:bulk"), {"ids": [a.pk, b.pk, theirs.pk], "action": "approve"})
+    # First the counts and a question; nothing is decided yet.
+    asked = client.post(reverse("reviews:bulk"), {"ids": [a.pk, b.pk, theirs.pk], "action": "approve"})
+    html = asked.content.decode()
+    assert asked.status_code == 200 and "Approve 2 cards?" in html and "2 low risk" in html
+    assert "1 not yours to decide" in html and 'name="confirmed" value="1"' in html
+    assert set(Proposal.objects.filter(pk__in=[a.pk, b.pk]).values_list("status", flat=True)) == {"pending"}
+
+    response = client.post(
+        reverse("reviews:bulk"), {"ids": [a.pk, b.pk, theirs.pk], "action": "approve", "confirmed": "1"}
+    )
     assert response.status_code == 302
     assert set(Proposal.objects.filter(pk__in=[a.pk, b.pk]).values_list("status", flat=True)) == {"applied"}
     theirs.refresh_from_db()
@@ -310,7 +322,10 @@ def test_bulk_approve_and_reject(client, world):
 
     # With htmx the redirect is followed with the htmx headers: the list partial comes back.
     body = client.post(
-        reverse("reviews:bulk"), {"ids": [c.pk], "action": "reject", "reason": "noise"}, follow=True, **HTMX
+        reverse("reviews:bulk"),
+        {"ids": [c.pk], "action": "reject", "reason": "noise", "confirmed": "1"},
+        follow=True,
+        **HTMX,
     )
     html = body.content.decode()
     assert 'id="queue-list"' in html and "<html" not in html and "Bulk rejection: 1 rejected." in html

@@ -98,8 +98,9 @@ def test_queue_query_count_baseline(client, world):
         assert client.get(reverse("reviews:queue")).status_code == 200
     queries = _data_queries(ctx.captured_queries)
     # session, user, memberships (middleware), memberships (header and page), stores, facets (filter choices,
-    # risk counters and the page count in one grouped scan), page, evidence, target entries, recent decisions.
-    assert len(queries) == 10, "\n".join(q[:120] for q in queries)
+    # risk counters and the page count in one grouped scan), page, evidence, target entries, related proposals
+    # (earlier decisions on the same change, the same change in other stores), recent decisions.
+    assert len(queries) == 11, "\n".join(q[:120] for q in queries)
 
 
 def _entries(store, n: int) -> None:

@@ -23,9 +23,12 @@ from django.utils import timezone
 
 from dreamweb import rls
 from dreamweb.provenance import Author
-from memory.models import MemoryStore
-from memory.services import snapshot, snapshot_hash
+from memory.models import AgentSession, MemoryEntry, MemoryStore
+from memory.services import new_entry_key, snapshot, snapshot_hash
+from skills_registry.models import Skill
 from skills_registry.services import skill_snapshots
+
+from .. import evidence
 
 # The module, not its function: looked up when a run finalizes (tests replace aggregate.aggregate).
 from ..analysis import aggregate as aggregate_mod
@@ -103,10 +106,64 @@ def _clip(value: str | None, length: int) -> str | None:
     return value[:length] if isinstance(value, str) else value
 
 
+def _target_versions(run: DreamRun, drafts: list) -> dict[tuple[str, str], int]:
+    """{(target kind, key): version} of every target the drafts name whose current text is the one they were made
+    against (one query per target kind): the card then says "the dream read version 3", not only a hash."""
+    keys = {(d.target_kind, k) for d in drafts for k in d.targets or []}
+    versions: dict[tuple[str, str], int] = {}
+    memory_keys = [k for kind, k in keys if kind == "memory"]
+    if memory_keys:
+        rows = MemoryEntry.objects.filter(store_id=run.store_id, key__in=memory_keys)
+        for key, version, digest in rows.values_list("key", "version", "content_hash"):
+            versions[("memory", key)] = (version, digest)
+    skill_names = [k for kind, k in keys if kind == "skill"]
+    if skill_names:
+        rows = Skill.objects.filter(team_id=run.team_id, name__in=skill_names)
+        for name, version, digest in rows.values_list("name", "version", "content_hash"):
+            versions[("skill", name)] = (version, digest)
+    return versions
+
+
+def _with_context(rows: list[ProposalEvidence]) -> None:
+    """Give the first evidence row of each draft's representative sessions (reviews.evidence) the transcript lines
+    around it. Only those sessions' events are read, a few sessions at a time (a transcript can be megabytes)."""
+    facts = dict(
+        (sid, (agent, task, outcome))
+        for sid, agent, task, outcome in AgentSession.objects.filter(id__in={r.session_id for r in rows}).values_list(
+            "id", "agent", "task", "outcome"
+        )
+    )
+    wanted: list[ProposalEvidence] = []
+    by_proposal: dict[int, list[ProposalEvidence]] = {}
+    for row in rows:
+        by_proposal.setdefault(row.proposal_id, []).append(row)
+    for proposal_rows in by_proposal.values():
+        groups = evidence.group_by_session(proposal_rows, lambda r: r.session_id)
+        for group in evidence.representatives(groups, lambda g: facts.get(g.session_id, ())):
+            wanted.append(group.first)
+    session_ids = sorted({r.session_id for r in wanted})
+    for start in range(0, len(session_ids), 20):
+        chunk = session_ids[start : start + 20]
+        events = dict(AgentSession.objects.filter(id__in=chunk).values_list("id", "events"))
+        for row in wanted:
+            if row.session_id in events:
+                row.context = evidence.context_lines(events[row.session_id], row.event_index)
+
+
 def _persist(run: DreamRun, drafts: list) -> list[int]:
     """Store the drafts as proposals with their evidence (bulk); returns the new proposals' ids."""
     if not drafts:
         return []
+    seen = _target_versions(run, drafts)
+
+    def versions_of(d) -> dict:
+        found = {}
+        for key in d.targets or []:
+            version, digest = seen.get((d.target_kind, key), (None, None))
+            if version is not None and digest == (d.target_hashes or {}).get(key):
+                found[key] = version
+        return found
+
     objs = [
         Proposal(
             team_id=run.team_id,
@@ -116,8 +173,12 @@ def _persist(run: DreamRun, drafts: list) -> list[int]:
             operation=d.operation,
             targets=list(d.targets or []),
             target_hashes=dict(d.target_hashes or {}),
+            target_versions=versions_of(d),
             content=d.content,
-            key_hint=_clip(d.key_hint or "", 200),
+            # An add's key is fixed here, whole (new_entry_key): the card shows it and approval writes exactly it.
+            key_hint=new_entry_key(d.key_hint or "", d.content)[:200]
+            if d.operation == "add" and d.target_kind == "memory"
+            else _clip(d.key_hint or "", 200),
             scope_agent=_clip(d.scope_agent, 100),
             scope_task=_clip(d.scope_task, 100),
             kind=_clip(d.kind or "", 40),
@@ -136,7 +197,7 @@ def _persist(run: DreamRun, drafts: list) -> list[int]:
     # (one pending per signature) keeps one, and the ids are read back by signature.
     Proposal.objects.bulk_create(objs, batch_size=500, ignore_conflicts=True)
     ids = dict(Proposal.objects.filter(run=run).values_list("signature", "id"))
-    evidence = [
+    rows = [
         ProposalEvidence(
             team_id=run.team_id,
             proposal_id=ids[d.signature],
@@ -149,7 +210,8 @@ def _persist(run: DreamRun, drafts: list) -> list[int]:
         if d.signature in ids
         for e in d.evidence
     ]
-    ProposalEvidence.objects.bulk_create(evidence, batch_size=1000)
+    _with_context(rows)
+    ProposalEvidence.objects.bulk_create(rows, batch_size=1000)
     return sorted(ids.values())
 
 
@@ -170,7 +232,9 @@ def _apply_policy(run: DreamRun, proposal_ids: list[int], policy: AutonomyPolicy
             continue
         with rls.team_scope(run.team_id):
             try:
-                done = apply_proposal(proposal, author=Author.dream(run.pk), reason=f"applied by dream #{run.pk}")
+                done = apply_proposal(
+                    proposal, author=Author.dream(run.pk), reason=f"applied by dream #{run.pk}", policy=policy.mode
+                )
             except NotPending:
                 continue
         counts["applied" if done.status == ProposalStatus.APPLIED else "conflict"] += 1

@@ -8,6 +8,8 @@ band; without JavaScript the same forms redirect back with a message.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
@@ -41,7 +43,16 @@ def proposal_detail(request, pk: int):
     versions = []
     if proposal.applied_versions:
         versions = list(MemoryVersion.objects.filter(pk__in=proposal.applied_versions).select_related("entry"))
-    return render(request, "reviews/proposal.html", {**context, "versions": versions, "team": proposal.team})
+    context.update(versions=versions, team=proposal.team, full_evidence=True)
+    return render(request, "reviews/proposal.html", context)
+
+
+@login_required
+@require_GET
+def evidence(request, pk: int):
+    """Every session behind a card (the "n more" toggle loads it; the proposal's page shows it inline)."""
+    proposal = _card(proposal_for(request, pk, deciding=False))
+    return render(request, "reviews/card/_more_sessions.html", {"p": proposal})
 
 
 @login_required
@@ -52,20 +63,38 @@ def edit(request, pk: int):
     context = {"p": proposal, "can_decide": True, "editing": True, "next": safe_next(request, reverse("reviews:queue"))}
     if request.htmx:
         return render(request, "reviews/queue.html#card-edit", context)
-    return render(request, "reviews/proposal.html", {**context, "team": proposal.team})
+    return render(request, "reviews/proposal.html", {**context, "team": proposal.team, "full_evidence": True})
 
 
-def _outcome_message(request, proposal: Proposal) -> tuple[str, str]:
+@login_required
+@require_POST
+def preview(request, pk: int):
+    """The live diff of the edit form: the card's changes with the text as typed (nothing is saved)."""
+    proposal = proposal_for(request, pk)
+    form = DecisionForm(request.POST)
+    form.is_valid()
+    content = form.cleaned_data.get("content")
+    if content and proposal.operation != "remove":
+        proposal.content = content
+    if (key := form.cleaned_data.get("key")) and proposal.operation == "add":
+        proposal.key_hint = key
+    return render(request, "reviews/card/_changes.html", {"p": _card(proposal)})
+
+
+def _outcome_message(request, proposal: Proposal, others: dict | None = None) -> tuple[str, str]:
+    elsewhere = ""
+    if others and any(others.values()):
+        elsewhere = " Same change elsewhere: " + ", ".join(f"{len(v)} {k}" for k, v in others.items() if v) + "."
     if proposal.status == ProposalStatus.APPLIED:
         versions = MemoryVersion.objects.filter(pk__in=proposal.applied_versions).select_related("entry")
         written = ", ".join(f"{v.key} v{v.number}" for v in versions) or "the skill"
-        return messages.SUCCESS, f"Approved and applied: {written}."
+        return messages.SUCCESS, f"Approved and applied: {written}.{elsewhere}"
     if proposal.status == ProposalStatus.CONFLICT:
-        return messages.WARNING, "Not applied: a target changed since the dream. Its current text is on the card."
-    return messages.INFO, "Rejected."
+        return messages.WARNING, f"Not applied: {proposal.decision_reason or 'a target changed'}.{elsewhere}"
+    return messages.INFO, f"Rejected.{elsewhere}"
 
 
-def _respond(request, proposal: Proposal | None, level: str, text: str, *, keep_card: bool):
+def _respond(request, proposal: Proposal | None, level: str, text: str, *, keep_card: bool, editing: bool = False):
     """htmx: the card's replacement (nothing, or the card again) plus counters and message out of band."""
     next_url = safe_next(request, reverse("reviews:queue"))
     messages.add_message(request, level, text)
@@ -77,10 +106,22 @@ def _respond(request, proposal: Proposal | None, level: str, text: str, *, keep_
     context = {
         "p": _card(proposal) if keep_card else None,
         "can_decide": True,
+        "editing": editing,
         "next": next_url,
         **counters_context(request, team, store_from_next(next_url)),
     }
     return render(request, "reviews/decision_response.html", context)
+
+
+def _form_error(form) -> str:
+    return " ".join(str(e) for errors in form.errors.values() for e in errors)
+
+
+def _same_elsewhere(request, proposal: Proposal, ids: list[int]) -> list[Proposal]:
+    """The cards named in ``also`` that are the same change as ``proposal`` and this person may decide."""
+    if not ids:
+        return []
+    return list(decidable(request.user).filter(pk__in=ids, signature=proposal.signature).exclude(pk=proposal.pk))
 
 
 @login_required
@@ -88,16 +129,19 @@ def _respond(request, proposal: Proposal | None, level: str, text: str, *, keep_
 def approve(request, pk: int):
     proposal = proposal_for(request, pk)
     form = DecisionForm(request.POST)
-    form.is_valid()
+    if not form.is_valid():
+        return _respond(request, proposal, messages.ERROR, _form_error(form), keep_card=True)
     content = form.cleaned_data.get("content")
     reason = form.cleaned_data.get("reason") or ""
+    others = _same_elsewhere(request, proposal, form.cleaned_data["also"])
     try:
-        result = services.approve(proposal, user=request.user, content=content or None, reason=reason)
+        result = services.approve(proposal, user=request.user, content=content or None, reason=reason, **form.edits())
     except services.NotPending as exc:
         return _respond(request, proposal_for(request, pk), messages.WARNING, str(exc), keep_card=False)
     except services.DecisionError as exc:
         return _respond(request, proposal_for(request, pk), messages.ERROR, str(exc), keep_card=True)
-    level, text = _outcome_message(request, result)
+    done = services.bulk_decide(others, user=request.user, approve_them=True, reason=reason) if others else None
+    level, text = _outcome_message(request, result, done)
     return _respond(request, proposal_for(request, pk), level, text, keep_card=result.status == ProposalStatus.CONFLICT)
 
 
@@ -106,18 +150,53 @@ def approve(request, pk: int):
 def reject(request, pk: int):
     proposal = proposal_for(request, pk)
     form = DecisionForm(request.POST)
-    form.is_valid()
+    if not form.is_valid():
+        # Refused whole: a reason over the limit is neither cut nor dropped, and nothing is rejected.
+        return _respond(request, proposal, messages.ERROR, _form_error(form), keep_card=True)
+    reason = form.cleaned_data.get("reason") or ""
+    others = _same_elsewhere(request, proposal, form.cleaned_data["also"])
     try:
-        services.reject(proposal, user=request.user, reason=form.cleaned_data.get("reason") or "")
+        services.reject(proposal, user=request.user, reason=reason)
     except services.NotPending as exc:
         return _respond(request, proposal, messages.WARNING, str(exc), keep_card=False)
-    return _respond(request, proposal, messages.INFO, "Rejected.", keep_card=False)
+    done = services.bulk_decide(others, user=request.user, approve_them=False, reason=reason) if others else None
+    return _respond(request, proposal, *_outcome_message(request, proposal_for(request, pk), done), keep_card=False)
+
+
+@login_required
+@require_POST
+def rebase(request, pk: int):
+    """Re-base a card whose target changed onto the current text: it waits again with the diff against what is
+    there now (and, with then=edit, opens the edit form on that text)."""
+    proposal = proposal_for(request, pk)
+    form = DecisionForm(request.POST)
+    form.is_valid()
+    try:
+        services.rebase(proposal, user=request.user)
+    except services.NotPending as exc:
+        return _respond(request, proposal, messages.WARNING, str(exc), keep_card=False)
+    except services.DecisionError as exc:
+        return _respond(request, proposal, messages.ERROR, str(exc), keep_card=True)
+    editing = form.cleaned_data.get("then") == "edit"
+    text = "Rebased onto the current text: the diff below is against it. Decide again."
+    if not request.htmx and editing:
+        messages.info(request, text)
+        return redirect(reverse("reviews:edit", args=[pk]) + "?" + urlencode({"next": safe_next(request, "")}))
+    if editing and request.htmx:
+        context = {"p": _card(proposal_for(request, pk)), "can_decide": True, "editing": True}
+        context["next"] = safe_next(request, reverse("reviews:queue"))
+        messages.info(request, text)
+        return render(
+            request, "reviews/decision_response.html", {**context, **counters_context(request, proposal.team)}
+        )
+    return _respond(request, proposal_for(request, pk), messages.INFO, text, keep_card=True)
 
 
 @login_required
 @require_POST
 def bulk(request):
-    """Decide the selected cards one by one (one conflict does not stop the rest), then show the queue again."""
+    """Decide the selected cards one by one (one conflict does not stop the rest), then show the queue again. The
+    first post shows what would be decided (counts by risk and store) and asks to confirm; nothing is decided yet."""
     form = BulkForm(request.POST)
     next_url = safe_next(request, reverse("reviews:queue"))
     if not form.is_valid():
@@ -127,16 +206,33 @@ def bulk(request):
         return redirect(next_url)
     ids = form.cleaned_data["ids"]
     # Only cards the person may decide: the others are not even looked at (and are not reported as existing).
-    selected = list(decidable(request.user).filter(pk__in=ids).order_by("id"))
+    selected = list(decidable(request.user).filter(pk__in=ids).select_related("store").order_by("id"))
+    approve_them = form.cleaned_data["action"] == "approve"
+    what = "approval" if approve_them else "rejection"
+    if not selected:
+        messages.warning(request, f"Bulk {what}: nothing was decided (none of the selected cards is yours to decide).")
+        return redirect(next_url)
+    if not form.cleaned_data.get("confirmed"):
+        context = {
+            "summary": services.bulk_summary(selected),
+            "ids": [p.pk for p in selected],
+            "skipped": len(ids) - len(selected),
+            "action": form.cleaned_data["action"],
+            "reason": form.cleaned_data.get("reason") or "",
+            "next": next_url,
+        }
+        template = "reviews/bulk_confirm.html#confirm" if request.htmx else "reviews/bulk_confirm.html"
+        return render(request, template, context)
     if len(selected) != len(ids):
         messages.warning(request, f"{len(ids) - len(selected)} selected card(s) are not yours to decide; skipped.")
-    approve_them = form.cleaned_data["action"] == "approve"
     done = services.bulk_decide(
         selected, user=request.user, approve_them=approve_them, reason=form.cleaned_data.get("reason") or ""
     )
     parts = [f"{len(v)} {k}" for k, v in done.items() if v]
+    if not parts:
+        messages.info(request, f"Bulk {what}: nothing was decided.")
+        return redirect(next_url)
     level = messages.WARNING if done["conflict"] or done["skipped"] else messages.SUCCESS
-    what = "approval" if approve_them else "rejection"
     messages.add_message(request, level, f"Bulk {what}: {', '.join(parts)}.")
     # htmx follows the redirect with its headers, so the queue answers with the list partial and fresh counters.
     return redirect(next_url)

@@ -18,7 +18,7 @@
     currentIndex = cards().indexOf(current);
     if (scroll !== false) {
       current.focus({ preventScroll: true });
-      current.scrollIntoView({ block: "nearest", behavior: "smooth" });
+      current.scrollIntoView({ block: "start" });
     }
   }
 
@@ -29,11 +29,33 @@
     select(all[Math.max(0, Math.min(all.length - 1, i))]);
   }
 
+  function visibleHeight(card) {
+    var r = card.getBoundingClientRect();
+    var top = Math.max(r.top, 56), bottom = Math.min(r.bottom, window.innerHeight);
+    return Math.max(0, bottom - top);
+  }
+
+  // The card a key acts on is always one the reviewer can see: the current card while it is in view, else the card
+  // that fills most of the window (scrolling with the mouse or the wheel moves the keyboard along).
+  function inView() {
+    if (current && document.body.contains(current) && visibleHeight(current) >= Math.min(120, current.offsetHeight / 2)) {
+      return current;
+    }
+    var best = null, most = 0;
+    cards().forEach(function (card) {
+      var h = visibleHeight(card);
+      if (h > most) { most = h; best = card; }
+    });
+    return best;
+  }
+
   function ensureCurrent() {
     if (!current || !document.body.contains(current)) {
       var all = cards();
-      select(all[Math.min(currentIndex, all.length - 1)] || null, false);
+      select(all[Math.min(currentIndex, all.length - 1)] || null, true);
     }
+    var card = inView();
+    if (card && card !== current) select(card, false);
     return current;
   }
 
@@ -151,7 +173,7 @@
   // or the empty state. (Without JavaScript every decision reloads the page anyway.)
   function refillQueue() {
     var list = document.getElementById("queue-list");
-    if (!list || !window.htmx || cards().length || list.querySelector(".empty")) return;
+    if (!list || !window.htmx || cards().length || list.querySelector(".empty, [data-bulk-confirm]")) return;
     window.htmx.ajax("GET", window.location.pathname + window.location.search, { target: "#queue-list", swap: "outerHTML" });
   }
   document.addEventListener("htmx:oobAfterSwap", function (ev) {

@@ -1,0 +1,296 @@
+# ruff: noqa: F811 - the page_support fixtures (client, fast hashing) are imported by name
+"""The review card (issue 14): evidence by session with context, exactly what approval writes, conflicts that can be
+rebased and that re-check themselves, merges drawn as merges, reasons over the limit refused."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from dreamweb.provenance import Author
+from memory.models import MemoryEntry
+from memory.services import revert_entry, update_entry
+from reviews import evidence, services
+from reviews.diffs import block_diff, dropped_clauses, readable_diff
+from reviews.models import Proposal, ProposalEvidence, ProposalStatus
+from tests.factories import SessionFactory, make_entry, make_proposal
+from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
+
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+PSQL_KEY = "command-psql-h-warehouse-internal-u-etl-c-select"
+
+
+def queue_html(client, user, **params) -> str:
+    client.force_login(user)
+    return client.get(reverse("reviews:queue"), params).content.decode()
+
+
+def with_sessions(proposal, specs):
+    """Evidence rows: (session, event_index, excerpt, context) per spec, replacing the factory's."""
+    proposal.evidence.all().delete()
+    for session, index, excerpt, context in specs:
+        ProposalEvidence.objects.create(
+            team_id=proposal.team_id,
+            proposal=proposal,
+            session=session,
+            event_index=index,
+            excerpt=excerpt,
+            context=context,
+        )
+    return proposal
+
+
+# --- evidence ----------------------------------------------------------------------------------------------------
+
+
+def test_card_groups_evidence_by_session_shows_three_with_context_and_n_more(client, world):
+    agents = ["deploy-bot", "deploy-bot", "ci-bot", "ops-bot", "deploy-bot", "ci-bot"]
+    sessions = [SessionFactory(team=world.team_a, external_id=f"s-{i}", agent=a) for i, a in enumerate(agents)]
+    proposal = make_proposal(world.store_a, evidence_count=0)
+    specs = []
+    for i, s in enumerate(sessions):
+        context = [[1, "call bash", "make deploy"], [2, "result (failed)", f"No rule to make target {i}"]]
+        specs.append((s, 2, f"No rule to make target {i}", context))
+        specs.append((s, 5, f"second excerpt of {i}", []))  # the same session cited twice: shown once
+    with_sessions(proposal, specs)
+
+    html = queue_html(client, world.alice)
+    card = html[html.index(f'id="card-{proposal.pk}"') :].split("</article>")[0]
+    shown = re.findall(r"data-session>([^<]+)</a>", card)
+    # Three sessions, each once, picked for their spread: three different agents.
+    assert shown == ["s-0", "s-2", "s-3"]
+    assert "3 more sessions" in card and "Evidence from 6 sessions" in card
+    assert "+1 more event" in card and card.count(">s-0</a>") == 1
+    assert "make deploy" in card and "<mark>No rule to make target 0</mark>" in card
+    # The "n more" list is not on the page until asked for (collapsed, loaded on demand), and has the other three.
+    assert "second excerpt" not in card and ">s-1</a>" not in card
+    more = client.get(reverse("reviews:evidence", args=[proposal.pk])).content.decode()
+    assert re.findall(r">(s-\d)</a>", more) == ["s-1", "s-4", "s-5"]
+
+
+def test_representatives_prefer_spread_and_keep_citation_order():
+    groups = evidence.group_by_session([(1, "a"), (1, "a"), (2, "a"), (3, "b"), (4, "a"), (5, "c")], lambda r: r[0])
+    assert [g.session_id for g in groups] == [1, 2, 3, 4, 5]
+    facets = {1: ("x",), 2: ("x",), 3: ("y",), 4: ("x",), 5: ("z",)}
+    picked = evidence.representatives(groups, lambda g: facets[g.session_id])
+    assert [g.session_id for g in picked] == [1, 3, 5]
+    assert [g.session_id for g in evidence.representatives(groups[:2], lambda g: ())] == [1, 2]
+
+
+def test_context_lines_are_redacted_cut_and_around_the_event():
+    events = [
+        {"type": "message", "role": "user", "content": "deploy please"},
+        {"type": "tool_call", "name": "bash", "arguments": {"command": "export TOKEN=ghp_" + "a1B2c3D4" * 5}},
+        {"type": "tool_result", "content": "x" * 1000, "is_error": True},
+        {"type": "message", "role": "assistant", "content": "done"},
+        {"type": "message", "role": "assistant", "content": "not shown"},
+    ]
+    rows = evidence.context_lines(events, 2)
+    assert [r[0] for r in rows] == [1, 2, 3]
+    assert rows[1][1] == "result (failed)" and len(rows[1][2]) == evidence.LINE_CHARS
+    assert "a1B2c3D4a1B2" not in rows[0][2] and rows[0][1] == "call bash"
+    assert evidence.context_lines(events, 99) == []
+
+
+# --- what approval writes ----------------------------------------------------------------------------------------
+
+
+def test_the_card_shows_the_exact_key_and_approval_writes_exactly_it(client, world):
+    proposal = make_proposal(
+        world.store_a,
+        content="psql -h warehouse.internal -U etl -c 'select 1' checks the warehouse.",
+        key_hint=PSQL_KEY,
+        scope_agent="etl-bot",
+    )
+    html = queue_html(client, world.alice)
+    assert f"<code data-write-key>{PSQL_KEY}</code>" in html and "agent <code>etl-bot</code>" in html
+
+    client.post(reverse("reviews:approve", args=[proposal.pk]), **HTMX)
+    entry = MemoryEntry.objects.get(store=world.store_a, key=PSQL_KEY)
+    assert entry.scope_agent == "etl-bot"
+
+
+def test_a_taken_key_is_a_visible_conflict_never_a_silent_suffix(client, world):
+    make_entry(world.store_a, key=PSQL_KEY, content="Someone wrote this meanwhile.")
+    proposal = make_proposal(world.store_a, content="psql -h warehouse.internal -U etl", key_hint=PSQL_KEY)
+
+    html = queue_html(client, world.alice)
+    card = html[html.index(f'id="card-{proposal.pk}"') :].split("</article>")[0]
+    assert "is taken" in card and 'data-action="approve"' not in card and "Choose another key" in card
+
+    result = services.approve(proposal, user=world.alice)
+    assert result.status == ProposalStatus.CONFLICT and "already exists" in result.decision_reason
+    assert not MemoryEntry.objects.filter(key__startswith=PSQL_KEY + "-").exists()
+
+
+def test_edit_then_approve_can_change_key_and_scope_and_keeps_evidence(client, world):
+    make_entry(world.store_a, key=PSQL_KEY, content="Taken.")
+    proposal = make_proposal(world.store_a, content="Use the read replica.", key_hint=PSQL_KEY, scope_agent="etl")
+    client.force_login(world.alice)
+    form = client.get(reverse("reviews:edit", args=[proposal.pk]), **HTMX).content.decode()
+    assert 'name="key"' in form and 'name="scope_agent"' in form and "Evidence from" in form
+
+    preview = client.post(
+        reverse("reviews:preview", args=[proposal.pk]), {"content": "Use the replica, always.", "key": "replica"}
+    ).content.decode()
+    assert "<ins>Use the replica, always.</ins>" in preview and "replica" in preview
+
+    client.post(
+        reverse("reviews:approve", args=[proposal.pk]),
+        {"edited": "1", "key": "warehouse-replica", "scope_agent": "", "scope_task": "nightly", "content": "Use it."},
+        **HTMX,
+    )
+    entry = MemoryEntry.objects.get(store=world.store_a, key="warehouse-replica")
+    assert (entry.content, entry.scope_agent, entry.scope_task) == ("Use it.", None, "nightly")
+
+
+def test_same_change_in_two_stores_is_one_decision(client, world):
+    other = world.store_a.__class__.objects.create(team=world.team_a, slug="ops", name="Ops")
+    here = make_proposal(world.store_a, content="Use make release.", signature="same-sig")
+    there = make_proposal(other, content="Use make release.", signature="same-sig")
+    html = queue_html(client, world.alice, store=world.store_a.pk)
+    assert "also in Ops (same change, one decision)" in html and "Approve in 2 stores" in html
+
+    client.post(reverse("reviews:approve", args=[here.pk]), {"also": [there.pk]}, **HTMX)
+    assert set(Proposal.objects.filter(pk__in=[here.pk, there.pk]).values_list("status", flat=True)) == {"applied"}
+
+
+def test_also_never_reaches_another_team_or_another_change(client, world):
+    mine = make_proposal(world.store_a, content="A.", signature="sig-1")
+    theirs = make_proposal(world.store_b, content="A.", signature="sig-1")
+    different = make_proposal(world.store_a.__class__.objects.create(team=world.team_a, slug="x"), signature="sig-2")
+    client.force_login(world.alice)
+    client.post(reverse("reviews:reject", args=[mine.pk]), {"also": [theirs.pk, different.pk]}, **HTMX)
+    theirs.refresh_from_db()
+    different.refresh_from_db()
+    assert (theirs.status, different.status) == ("pending", "pending")
+
+
+# --- reasons -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("view", ["reviews:reject", "reviews:approve"])
+def test_a_reason_over_the_limit_is_refused_and_nothing_is_decided(client, world, view):
+    proposal = make_proposal(world.store_a)
+    client.force_login(world.alice)
+    body = client.post(reverse(view, args=[proposal.pk]), {"reason": "x" * 2001}, **HTMX).content.decode()
+    assert "too long" in body and f'id="card-{proposal.pk}"' in body
+    proposal.refresh_from_db()
+    assert proposal.status == "pending" and proposal.decision_reason == ""
+    with pytest.raises(services.DecisionError):
+        services.reject(proposal, user=world.alice, reason="y" * 2001)
+
+
+def test_bulk_with_a_reason_over_the_limit_decides_nothing(client, world):
+    proposal = make_proposal(world.store_a)
+    client.force_login(world.alice)
+    response = client.post(
+        reverse("reviews:bulk"),
+        {"ids": [proposal.pk], "action": "reject", "reason": "x" * 2001, "confirmed": "1"},
+        follow=True,
+    )
+    assert "too long" in response.content.decode() and "Bulk rejection: ." not in response.content.decode()
+    proposal.refresh_from_db()
+    assert proposal.status == "pending"
+
+
+# --- conflicts ---------------------------------------------------------------------------------------------------
+
+
+def _stale(world):
+    entry = make_entry(world.store_a, key="deploy", content="Deploy with make deploy.")
+    proposal = make_proposal(
+        world.store_a,
+        operation="update",
+        targets=["deploy"],
+        content="Deploy with make release.",
+        target_versions={"deploy": 1},
+    )
+    changed = update_entry(entry, base_hash=entry.content_hash, author=Author.person(world.adam), content="By hand.")
+    return entry, changed, proposal
+
+
+def test_conflict_rebased_then_approved(client, world):
+    _, changed, proposal = _stale(world)
+    client.force_login(world.alice)
+    assert services.approve(proposal, user=world.alice).status == ProposalStatus.CONFLICT
+
+    html = queue_html(client, world.alice)
+    assert f'id="card-{proposal.pk}"' not in html  # a conflict is not pending
+    page = client.get(reverse("reviews:proposal", args=[proposal.pk])).content.decode()
+    assert "deploy changed by adam since the dream read it: the dream read version 1, it is at version 2." in page
+    assert 'data-action="approve"' not in page and "Rebase onto the current text" in page
+
+    client.post(reverse("reviews:rebase", args=[proposal.pk]), **HTMX)
+    proposal.refresh_from_db()
+    assert proposal.status == "pending" and proposal.target_hashes == {"deploy": changed.content_hash}
+    assert proposal.target_versions == {"deploy": 2}
+    card = client.get(reverse("reviews:proposal", args=[proposal.pk]), **HTMX).content.decode()
+    assert 'data-action="approve"' in card and "<del>By hand.</del>" in card.replace("\n", "")
+
+    client.post(reverse("reviews:approve", args=[proposal.pk]), **HTMX)
+    assert MemoryEntry.objects.get(pk=changed.pk).content == "Deploy with make release."
+
+
+def test_edit_against_current_rebases_and_opens_the_editor(client, world):
+    _, _, proposal = _stale(world)
+    client.force_login(world.alice)
+    body = client.post(reverse("reviews:rebase", args=[proposal.pk]), {"then": "edit"}, **HTMX).content.decode()
+    assert 'name="content"' in body and "Rebased onto the current text" in body
+
+
+def test_a_conflict_waits_again_when_its_target_returns_to_the_text_the_dream_read(world):
+    entry, changed, proposal = _stale(world)
+    assert services.approve(proposal, user=world.alice).status == ProposalStatus.CONFLICT
+    revert_entry(changed, to_number=1, base_hash=changed.content_hash, author=Author.person(world.adam))
+    proposal.refresh_from_db()
+    assert proposal.status == ProposalStatus.PENDING and "back to the text" in proposal.decision_reason
+    assert services.approve(proposal, user=world.alice).status == ProposalStatus.APPLIED
+
+
+def test_rebase_is_for_reviewers_of_the_team(client, world):
+    _, _, proposal = _stale(world)
+    client.force_login(world.victor)
+    assert client.post(reverse("reviews:rebase", args=[proposal.pk])).status_code == 403
+    client.force_login(world.bob)
+    assert client.post(reverse("reviews:rebase", args=[proposal.pk])).status_code == 404
+    assert client.get(reverse("reviews:evidence", args=[proposal.pk])).status_code == 404
+    assert client.post(reverse("reviews:preview", args=[proposal.pk])).status_code == 404
+    client.force_login(world.alice)
+    assert client.get(reverse("reviews:rebase", args=[proposal.pk])).status_code == 405
+
+
+# --- merges and diffs --------------------------------------------------------------------------------------------
+
+
+def test_merge_card_draws_the_archived_entry_as_archived_and_flags_dropped_clauses(client, world):
+    make_entry(world.store_a, key="vpn", content="Connect to the VPN before you deploy. Deploy with make release.")
+    make_entry(world.store_a, key="deploy", content="Deploy with make release.")
+    proposal = make_proposal(
+        world.store_a, operation="merge", targets=["deploy", "vpn"], content="Deploy with make release."
+    )
+    html = queue_html(client, world.alice)
+    card = html[html.index(f'id="card-{proposal.pk}"') :].split("</article>")[0]
+    assert "archived, text kept in history" in card and "text unchanged" in card
+    assert "+0" not in card
+    assert "“Connect to the VPN before you deploy.”" in card
+    assert "rewrite <code data-write-key>deploy</code>" in card and "archive <code data-write-key>vpn</code>" in card
+
+
+def test_word_diff_falls_back_to_blocks_for_a_heavily_changed_text():
+    old = "Deploy with make deploy from the main branch after the tests pass."
+    segments, block = readable_diff(old, "Releases go out through the release pipeline; ask ops for access.")
+    assert block and segments == block_diff(old, "Releases go out through the release pipeline; ask ops for access.")
+    assert [op for op, _ in segments] == ["del", "ins"]
+    segments, block = readable_diff(old, old.replace("make deploy", "make release"))
+    assert not block and ("ins", "release") in segments
+
+
+def test_dropped_clauses_ignore_paraphrases():
+    dropped = dropped_clauses(["Use make release.", "Connect to the VPN first, then deploy."], "Use make release.")
+    assert "Connect to the VPN first" in dropped and "Use make release." not in dropped
+    assert dropped_clauses(["Deploy with make release."], "Always deploy with make release.") == []
