@@ -177,9 +177,20 @@ def _conflict_details(changed: list[TargetView]) -> None:
     for t in changed:
         for v in by_entry.get(t.object_id, []):
             if v.number == t.version:
-                t.changed_by, t.changed_at = v.author_label, v.created_at
+                t.changed_by, t.changed_at = _who(v), v.created_at
             elif not t.seen_version and v.content_hash == t.expected_hash:
                 t.seen_version = v.number
+
+
+def _who(version) -> str:
+    """Who wrote a version, in a word or two (for "changed by ... since the dream read it")."""
+    if version.author_user_id:
+        return version.author_user.get_username()
+    if version.author_key_id:
+        return f"agent key {version.author_key.name}"
+    if version.author_run_id:
+        return f"dream run #{version.author_run_id}"
+    return version.get_author_kind_display()
 
 
 def _viewer_url(base: str, ev: ProposalEvidence) -> str:
