@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 
 import dj_database_url
 import pytest
@@ -184,6 +185,8 @@ def _missing_services() -> list[str]:
         missing.append("Playwright (pip install -r requirements-dev.txt)")
     if not os.access(llm_server_python(), os.X_OK):
         missing.append("the local model server (scripts/llm_server_setup installs it into .venv-llm)")
+    if not shutil.which("dreamweb-mcp", path=os.path.dirname(sys.executable)):
+        missing.append("the agents' console scripts (pip install -e ./clients/python)")
     return missing
 
 

@@ -148,7 +148,12 @@ def test_push_finds_transcripts_in_folders(tmp_path):
         (tmp_path / name).write_text("{}\n")
     found = transcript_files([tmp_path / "a", tmp_path / "three.jsonl"])
     assert [p.relative_to(tmp_path).as_posix() for p in found] == ["a/b/two.json", "a/one.jsonl", "three.jsonl"]
-    assert shutil.which("dreamweb-push", path=str(BIN))
+
+
+@pytest.mark.skipif(not CLAUDE_HOOK.exists(), reason="the hooks are not installed (pip install -e ./clients/python)")
+def test_every_agent_program_is_installed_as_a_console_script():
+    for name in ("dreamweb-push", "dreamweb-mcp", "dreamweb-claude-code-hook", "dreamweb-codex-notify"):
+        assert shutil.which(name, path=str(BIN)), name
 
 
 def test_codex_notify_pushes_each_rollout_once_it_has_settled(tmp_path, monkeypatch, capsys):
