@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -282,7 +283,28 @@ def revert_entry(
 ) -> MemoryEntry:
     """Bring back the state of an earlier version, as a new version (history is never rewritten)."""
     target = MemoryVersion.objects.get(entry=entry, number=to_number)
-    prov = Provenance(reason=reason or f"revert to version {to_number}")
+    return restore_version(
+        entry,
+        target=target,
+        base_version=base_version,
+        base_hash=base_hash,
+        author=author,
+        provenance=Provenance(reason=reason or f"revert to version {to_number}"),
+    )
+
+
+def restore_version(
+    entry: MemoryEntry,
+    *,
+    target: MemoryVersion,
+    base_version: int | Collection[int] | None = None,
+    base_hash: str | None = None,
+    author: Author,
+    provenance: Provenance | None = None,
+    operation: str = Operation.REVERT,
+) -> MemoryEntry:
+    """Bring back the whole state of an earlier version (text, scope, tags, status, pin, validity, replacement) as a
+    new version: revert, rollback and undo all write through here."""
     return update_entry(
         entry,
         base_version=base_version,
@@ -297,9 +319,113 @@ def revert_entry(
         valid_until=target.valid_until,
         superseded_by=target.superseded_by_id,
         status=target.status,
-        provenance=prov,
-        operation=Operation.REVERT,
+        provenance=provenance,
+        operation=operation,
     )
+
+
+@dataclass
+class RollbackStep:
+    """One entry a set of changes touched: the versions they wrote (``first``..``last``), what it is now, and what
+    rolling back does: bring back version ``first - 1``, or archive an entry they created (``restore_to`` 0)."""
+
+    entry_id: int
+    key: str
+    first: int
+    last: int
+    current: int
+    changed_by: str = ""  # who wrote the current version of a conflicting entry (its provenance label)
+    written: int | None = None  # the version the rollback wrote
+
+    @property
+    def conflict(self) -> bool:
+        return self.current != self.last
+
+    @property
+    def restore_to(self) -> int:
+        return self.first - 1
+
+    def as_dict(self) -> dict:
+        return {
+            "entry_id": self.entry_id,
+            "key": self.key,
+            "first": self.first,
+            "last": self.last,
+            "current": self.current,
+            "changed_by": self.changed_by,
+            "written": self.written,
+        }
+
+
+@dataclass
+class Rollback:
+    steps: list[RollbackStep] = field(default_factory=list)
+
+    @property
+    def restored(self) -> list[RollbackStep]:
+        return [s for s in self.steps if not s.conflict]
+
+    @property
+    def conflicts(self) -> list[RollbackStep]:
+        return [s for s in self.steps if s.conflict]
+
+
+def plan_rollback(version_ids: Iterable[int]) -> Rollback:
+    """What rolling back these versions would do, entry by entry (nothing is written): an entry whose current version
+    is still the last one of them is restored; one changed since is a conflict, named with who changed it."""
+    ids = [int(i) for i in version_ids]
+    spans: dict[int, list[int]] = {}
+    for entry_id, number in MemoryVersion.objects.filter(pk__in=ids).values_list("entry_id", "number"):
+        spans.setdefault(entry_id, []).append(number)
+    entries = MemoryEntry.objects.filter(pk__in=spans).only("id", "key", "version", "team")
+    steps = [RollbackStep(e.pk, e.key, min(spans[e.pk]), max(spans[e.pk]), e.version) for e in entries.order_by("key")]
+    conflicting = {(s.entry_id, s.current) for s in steps if s.conflict}
+    if conflicting:
+        latest = MemoryVersion.objects.filter(
+            entry_id__in={e for e, _ in conflicting}, number__in={n for _, n in conflicting}
+        ).select_related("author_user", "author_key")
+        labels = {(v.entry_id, v.number): v.provenance_label for v in latest}
+        for s in steps:
+            s.changed_by = labels.get((s.entry_id, s.current), "")
+    return Rollback(steps)
+
+
+def rollback(version_ids: Iterable[int], *, author: Author, reason: str) -> Rollback:
+    """Undo the changes these versions made, each entry on its own: a new version bringing back the state before the
+    first of them (an entry they created is archived). An entry changed since their last version is a conflict: it
+    is listed, never overwritten. Returns the plan as carried out (``written`` on each restored step)."""
+    ids = list(version_ids)
+    with transaction.atomic():
+        entry_ids = set(MemoryVersion.objects.filter(pk__in=ids).values_list("entry_id", flat=True))
+        locked = MemoryEntry.objects.select_for_update().filter(pk__in=entry_ids).order_by("pk")
+        entries = {e.pk: e for e in locked}
+        plan = plan_rollback(ids)
+        prov = Provenance(reason=reason)
+        for step in plan.restored:
+            entry = entries[step.entry_id]
+            if step.restore_to == 0:
+                if entry.status == EntryStatus.ARCHIVED:
+                    continue
+                written = update_entry(
+                    entry,
+                    base_version=step.last,
+                    author=author,
+                    status=EntryStatus.ARCHIVED,
+                    provenance=prov,
+                    operation=Operation.ROLLBACK,
+                )
+            else:
+                target = MemoryVersion.objects.get(entry=entry, number=step.restore_to)
+                written = restore_version(
+                    entry,
+                    target=target,
+                    base_version=step.last,
+                    author=author,
+                    provenance=prov,
+                    operation=Operation.ROLLBACK,
+                )
+            step.written = written.version
+    return plan
 
 
 def set_pinned(

@@ -161,6 +161,13 @@ class DreamRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A rollback of the whole run (reviews.services.rollback_run): when, by whom, and what it did, entry by entry
+    # ({"reason", "restored": [...], "conflicts": [...]}, each step as memory.services.RollbackStep.as_dict()).
+    rolled_back_at = models.DateTimeField(null=True, blank=True)
+    rolled_back_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    rollback = models.JSONField(default=dict, blank=True)
 
     objects = DreamRunQuerySet.as_manager()
 
@@ -253,6 +260,7 @@ class ProposalStatus(models.TextChoices):
     REJECTED = "rejected", "Rejected"
     CONFLICT = "conflict", "Conflict"
     SUPERSEDED = "superseded", "Superseded"
+    ROLLED_BACK = "rolled_back", "Rolled back"
 
 
 # The review queue's filters: the name a filter has in the queue's URL → the Proposal field it compares. The agent

@@ -23,6 +23,7 @@ from .models import AutonomyPolicy, DreamRun, Trigger
 
 log = logging.getLogger(__name__)
 
+
 def scheduled() -> list[tuple[int, int, int, datetime | None, int]]:
     """(policy id, team id, store id, last_scheduled_at, schedule_minutes) of every enabled schedule, across teams."""
     if not rls.is_postgres():

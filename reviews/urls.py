@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import decisions, policy, queue, runs
+from .views import decisions, policy, queue, runs, undo
 
 app_name = "reviews"
 urlpatterns = [
@@ -13,8 +13,10 @@ urlpatterns = [
     path("proposals/<int:pk>/rebase/", decisions.rebase, name="rebase"),
     path("proposals/<int:pk>/preview/", decisions.preview, name="preview"),
     path("proposals/<int:pk>/evidence/", decisions.evidence, name="evidence"),
+    path("proposals/<int:pk>/undo/", undo.undo, name="undo"),
     path("runs/", runs.run_list, name="runs"),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
+    path("runs/<int:pk>/rollback/", undo.run_rollback, name="run-rollback"),
     path("stores/<int:store_pk>/dream/", runs.dream_now, name="dream"),
     path("stores/<int:store_pk>/policy/", policy.policy, name="policy"),
 ]

@@ -49,3 +49,61 @@ def test_archive_and_restore_an_entry(page, live_server, world):
         "archive",
         "restore",
     ]
+
+
+def test_roll_back_a_run_from_its_page(page, live_server, world):
+    from django.utils import timezone
+
+    from dreamweb.provenance import Author
+    from memory.services import update_entry
+    from reviews import services
+    from reviews.models import DreamRun, RunStatus
+    from tests.factories import make_proposal
+
+    expect = pytest.importorskip("playwright.sync_api").expect
+    store = world.store_a
+    make_entry(store, key="deploy", content="Deploy with make ship.")
+    make_entry(store, key="tests", content="Run the tests with tox.")
+    run = DreamRun.objects.create(
+        team=world.team_a, store=store, status=RunStatus.SUCCEEDED, finished_at=timezone.now()
+    )
+    for target, text in (("deploy", "Deploy with make release."), ("tests", "Run the tests with nox.")):
+        proposal = make_proposal(store, run=run, operation="update", targets=[target], content=text)
+        services.apply_proposal(proposal, author=Author.dream(run.pk))
+    tests = store.entries.get(key="tests")
+    update_entry(tests, base_version=2, author=Author.person(world.adam), content="Use nox -s tests.")
+
+    sign_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/reviews/runs/{run.pk}/")
+    page.locator("[data-action=rollback]").click()
+    expect(page.locator("[data-restore]")).to_contain_text("deploy")
+    expect(page.locator("[data-conflicts]")).to_contain_text("tests")
+    expect(page.locator("[data-conflicts]")).to_contain_text("Written by adam")
+    shoot(page, "run-rollback-confirm.png")
+    page.fill("#rollback-reason", "The release target was renamed back.")
+    page.locator("[data-action=confirm-rollback]").click()
+    expect(page.locator("#flash")).to_contain_text("1 entry restored, 1 changed since")
+    expect(page.locator("#rollback [data-restored]")).to_contain_text("deploy restored as v3")
+    expect(page.locator("#rollback [data-conflicts]")).to_contain_text("tests")
+    expect(page.locator("[data-action=rollback]")).to_have_count(0)
+    shoot(page, "run-rolled-back.png")
+    assert store.entries.get(key="deploy").content == "Deploy with make ship."
+    assert store.entries.get(key="tests").content == "Use nox -s tests."
+
+
+def test_undo_an_approval_from_the_toast(page, live_server, world):
+    from tests.factories import make_proposal
+
+    expect = pytest.importorskip("playwright.sync_api").expect
+    make_entry(world.store_a, key="deploy", content="Deploy with make ship.")
+    proposal = make_proposal(world.store_a, operation="update", targets=["deploy"], content="Deploy with make release.")
+    sign_in(page, live_server, "alice")
+    card = page.locator(f"#card-{proposal.pk}")
+    card.locator("[data-action=approve]").click()
+    expect(card).to_have_count(0)
+    expect(page.locator("#flash")).to_contain_text("Approved and applied")
+    shoot(page.locator("#flash"), "toast-undo.png")
+    page.locator("#flash [data-action=undo]").click()
+    expect(page.locator("#flash")).to_contain_text(f"Undone: proposal #{proposal.pk} is pending again.")
+    expect(page.locator(f"#card-{proposal.pk}")).to_have_count(1)
+    assert world.store_a.entries.get(key="deploy").content == "Deploy with make ship."

@@ -22,7 +22,7 @@ from memory.models import MemoryVersion
 
 from .. import services
 from ..forms import BulkForm, DecisionForm
-from ..models import Proposal, ProposalStatus
+from ..models import Proposal, ProposalStatus, TargetKind
 from . import cards
 from .gates import decidable, may_decide_on, proposal_for
 from .queue import counters_context, store_from_next
@@ -94,10 +94,20 @@ def _outcome_message(request, proposal: Proposal, others: dict | None = None) ->
     return messages.INFO, f"Rejected.{elsewhere}"
 
 
-def _respond(request, proposal: Proposal | None, level: str, text: str, *, keep_card: bool, editing: bool = False):
-    """htmx: the card's replacement (nothing, or the card again) plus counters and message out of band."""
+def _respond(
+    request,
+    proposal: Proposal | None,
+    level: str,
+    text: str,
+    *,
+    keep_card: bool,
+    editing: bool = False,
+    undo: bool = False,
+):
+    """htmx: the card's replacement (nothing, or the card again) plus counters and message out of band. ``undo``: the
+    message offers to take the decision back (reviews/_undo.html reads the proposal's id from its tag)."""
     next_url = safe_next(request, reverse("reviews:queue"))
-    messages.add_message(request, level, text)
+    messages.add_message(request, level, text, extra_tags=f"undo-{proposal.pk}" if undo and proposal else "")
     if not request.htmx:
         if keep_card and proposal is not None:
             return redirect("reviews:proposal", pk=proposal.pk)
@@ -142,7 +152,9 @@ def approve(request, pk: int):
         return _respond(request, proposal_for(request, pk), messages.ERROR, str(exc), keep_card=True)
     done = services.bulk_decide(others, user=request.user, approve_them=True, reason=reason) if others else None
     level, text = _outcome_message(request, result, done)
-    return _respond(request, proposal_for(request, pk), level, text, keep_card=result.status == ProposalStatus.CONFLICT)
+    undoable = result.status == ProposalStatus.APPLIED and result.target_kind == TargetKind.MEMORY
+    conflict = result.status == ProposalStatus.CONFLICT
+    return _respond(request, proposal_for(request, pk), level, text, keep_card=conflict, undo=undoable)
 
 
 @login_required
@@ -160,7 +172,8 @@ def reject(request, pk: int):
     except services.NotPending as exc:
         return _respond(request, proposal, messages.WARNING, str(exc), keep_card=False)
     done = services.bulk_decide(others, user=request.user, approve_them=False, reason=reason) if others else None
-    return _respond(request, proposal, *_outcome_message(request, proposal_for(request, pk), done), keep_card=False)
+    level, text = _outcome_message(request, proposal_for(request, pk), done)
+    return _respond(request, proposal, level, text, keep_card=False, undo=True)
 
 
 @login_required

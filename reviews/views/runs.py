@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from dreamweb.gates import get_for_user
+from dreamweb.gates import get_for_user, membership_for
 from dreamweb.input_guard import parse_id
 from dreamweb.models import Role
 from dreamweb.views import current_team_or_404
@@ -18,7 +18,9 @@ from memory.models import MemoryStore
 
 from ..dreams import RunInProgress, start_run
 from ..forms import DreamForm
-from ..models import AnalysisStatus, DreamRun, Proposal, RunStatus, SessionAnalysis
+from ..models import AnalysisStatus, DreamRun, Proposal, ProposalStatus, RunStatus, SessionAnalysis
+from .gates import may_decide
+from .undo import may_roll_back
 
 # The big JSON columns of a run are not needed on the list.
 LIST_DEFER = ("isolated", "options", "error")
@@ -71,7 +73,7 @@ def isolated_rows(items) -> list[dict]:
 @vary_on_headers("HX-Request")
 @require_GET
 def run_detail(request, pk: int):
-    run = get_for_user(DreamRun.objects.select_related("store", "created_by"), request.user, pk=pk)
+    run = get_for_user(DreamRun.objects.select_related("store", "created_by", "rolled_back_by"), request.user, pk=pk)
     failures = (
         SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.FAILED)
         .select_related("session")
@@ -95,6 +97,7 @@ def run_detail(request, pk: int):
         )
         .order_by("-prevalence_sessions", "id")[:200]
     )
+    proposals = list(proposals)
     context = {
         "run": run,
         "active": run.status in RunStatus.going(),
@@ -103,6 +106,9 @@ def run_detail(request, pk: int):
         "preview": run.outcome.preview,
         "isolated": isolated_rows(run.isolated),
         "team": run.team,
+        "can_roll_back": may_roll_back(run)
+        and may_decide(membership_for(request.user, run.team_id))
+        and any(p.status == ProposalStatus.APPLIED for p in proposals),
     }
     if request.htmx and request.htmx.target == f"run-{run.pk}":
         return render(request, "reviews/run_detail.html#run-body", context)

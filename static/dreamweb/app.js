@@ -148,8 +148,10 @@
 
   function fadeMessages(root) {
     (root || document).querySelectorAll(".msg").forEach(function (msg) {
-      window.setTimeout(function () { msg.classList.add("fading"); }, 6000);
-      window.setTimeout(function () { if (msg.parentNode) msg.parentNode.removeChild(msg); }, 6500);
+      // A message that offers an action (the Undo after a decision) stays long enough to be used.
+      var stay = msg.querySelector("form") ? 15000 : 6000;
+      window.setTimeout(function () { msg.classList.add("fading"); }, stay);
+      window.setTimeout(function () { if (msg.parentNode) msg.parentNode.removeChild(msg); }, stay + 500);
     });
   }
 
