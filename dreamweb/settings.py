@@ -247,6 +247,11 @@ DREAMWEB_CONTEXT_DEFAULT_ITEMS = int(os.environ.get("DREAMWEB_CONTEXT_DEFAULT_IT
 DREAMWEB_CONTEXT_MAX_ITEMS = int(os.environ.get("DREAMWEB_CONTEXT_MAX_ITEMS", "200"))
 DREAMWEB_CONTEXT_DEFAULT_TOKENS = int(os.environ.get("DREAMWEB_CONTEXT_DEFAULT_TOKENS", "2000"))
 DREAMWEB_CONTEXT_MAX_TOKENS = int(os.environ.get("DREAMWEB_CONTEXT_MAX_TOKENS", "32000"))
+# memory.ranking_cache: stores whose ranking data each worker process keeps (0: none, every request runs the ranking
+# statement), the largest store it keeps, and how soon after a build a store that changed again is rebuilt.
+DREAMWEB_CONTEXT_CACHE_STORES = int(os.environ.get("DREAMWEB_CONTEXT_CACHE_STORES", "64"))
+DREAMWEB_CONTEXT_CACHE_MAX_ENTRIES = int(os.environ.get("DREAMWEB_CONTEXT_CACHE_MAX_ENTRIES", "200000"))
+DREAMWEB_CONTEXT_CACHE_MIN_REBUILD_S = float(os.environ.get("DREAMWEB_CONTEXT_CACHE_MIN_REBUILD_S", "1.0"))
 
 # --- API ---------------------------------------------------------------------------------------------
 REST_FRAMEWORK = {

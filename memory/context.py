@@ -22,7 +22,8 @@ from django.utils import timezone
 from skills_registry.services import published_index
 
 from .models import ContextServe, MemoryEntry
-from .ranking import ContextItem, ranked_entries
+from .ranking import ContextItem
+from .ranking_cache import note_served, ranked_entries
 from .services import tokens_estimate
 
 # last_served_at says "recently used" to people and to dreams; minute precision is enough and keeps concurrent
@@ -163,7 +164,9 @@ def record_serve(key, result: ContextResult, *, store, agent, task, query, sessi
     )
     # Entries already marked within the resolution need no write at all (most of them, under steady use).
     stale_before = now - SERVED_RESOLUTION
-    mark_served([i.entry_id for i in result.items if i.last_served_at is None or i.last_served_at < stale_before], now)
+    stale = [i for i in result.items if i.last_served_at is None or i.last_served_at < stale_before]
+    mark_served([i.entry_id for i in stale], now)
+    note_served(stale, now)
     return serve.pk
 
 

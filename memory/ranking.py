@@ -28,7 +28,7 @@ entry in one query with it, the oracle the statement is compared with.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import connection
@@ -57,6 +57,9 @@ class ContextItem:
     scope_rank: int
     score: float
     last_served_at: datetime | None = None
+    # Where the item was ranked from (memory.ranking_cache's data for the store), so that marking it served can move
+    # that copy's last_served_at too.
+    source: object = field(default=None, repr=False, compare=False)
 
 
 def standing(rating: float, rating_count: int, age_days: float) -> float:
@@ -115,7 +118,7 @@ def _scoped_level(agent: str | None, task: str | None) -> tuple[str, list]:
     return f"{_A} IS NULL AND {_T} = %s", [task]
 
 
-def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", limit: int) -> list[ContextItem]:
+def ranked_by_statement(key, *, store=None, agent=None, task=None, query: str = "", limit: int) -> list[ContextItem]:
     """The ``limit`` best entries of the key's team (of ``store`` when given) for this agent, task and query, best
     first: the scoped levels, then the store-wide entries only when those do not fill ``limit``."""
     if limit <= 0:

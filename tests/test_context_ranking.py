@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from dreamweb.models import AgentKey
 from memory import ranking as ctx
+from memory import ranking_cache
 from memory.models import ContextServe, EntryStatus, MemoryEntry
 from tests.api_support import Api, fast_passwords, keys, make_key  # noqa: F401 - fixtures
 from tests.conftest import is_postgres
@@ -93,17 +94,19 @@ def test_level_by_level_ranking_equals_one_query_over_every_eligible_entry(world
             for task in (None, "t1", "nothing"):
                 for query in ("", "deploy", "cache retry timeout", "xyzzy"):
                     for limit in (1, 7, 40, 500):
-                        got = ctx.ranked_entries(key, store=store, agent=agent, task=task, query=query, limit=limit)
                         want = _reference(key, store=store, agent=agent, task=task, query=query, limit=limit)
-                        assert [(i.entry_id, i.scope_rank, i.score, i.store) for i in got] == want, (
-                            store,
-                            agent,
-                            task,
-                            query,
-                            limit,
-                        )
-                        compared += 1
-    assert compared == 2 * 4 * 3 * 4 * 4
+                        for rank in (ctx.ranked_by_statement, ranking_cache.ranked_entries):
+                            got = rank(key, store=store, agent=agent, task=task, query=query, limit=limit)
+                            assert [(i.entry_id, i.scope_rank, i.score, i.store) for i in got] == want, (
+                                rank.__name__,
+                                store,
+                                agent,
+                                task,
+                                query,
+                                limit,
+                            )
+                            compared += 1
+    assert compared == 2 * 2 * 4 * 3 * 4 * 4
 
 
 @pytest.mark.all_teams
@@ -119,7 +122,7 @@ def test_context_request_costs_a_fixed_number_of_queries(world, keys):
         r = api.get(url, query=query)
     assert r.status_code == 200 and len(r.json()["items"]) == 20
     sqls = [q["sql"] for q in captured.captured_queries]
-    # Key lookup with its scope switch, store, ranking (scoped entries, then store-wide ones), skills, the audit row;
+    # Key lookup with its scope switch, store, ranking, skills, the audit row;
     # no last_served_at or last_used_at write within their minute. Api() reads and empties the scope before the
     # request and gives it back after it (three statements).
     assert not [s for s in sqls if "last_served_at" in s and s.lstrip().upper().startswith("UPDATE")], sqls
@@ -128,8 +131,9 @@ def test_context_request_costs_a_fixed_number_of_queries(world, keys):
     data = [
         s for s in sqls if not s.startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "SELECT set_config", "SELECT current_"))
     ]
-    # key, store, scoped entries, store-wide entries (20 + spare rows wanted, 15 scoped), skills, the audit row
-    assert len(data) == (6 if is_postgres() else 5), "\n".join(data)
+    # key, store, ranking (PostgreSQL: the store's version, the clock and the query's lexemes in one statement, the
+    # ranking data being ready in the process: memory.ranking_cache; SQLite: the statement), skills, the audit row
+    assert len(data) == 5, "\n".join(data)
     # With the scope switches (PostgreSQL) and the test transaction's savepoints: a fixed total.
     assert len(sqls) <= (15 if is_postgres() else 9), "\n".join(sqls)
 

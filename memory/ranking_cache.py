@@ -1,0 +1,343 @@
+"""The ranking data of a store kept ready in each worker process: a context request at the cost of a lookup.
+
+``ranked_entries`` is the front door of memory.ranking's rule. On PostgreSQL it keeps, per worker process, one
+``StoreRanking`` per (team, store) (and per team, for the requests that name no store): every active entry's row,
+scope, standing (rating part) and update time, and an inverted index of its text-search lexemes. A request then
+costs one statement, which reads the store's ``content_version`` (migration 0006: triggers move it on every change
+of an entry that the ranking reads), the database's ``now()`` and the query's lexemes (``plainto_tsquery``), and a
+few vectorised operations here; the ranking statement of memory.ranking runs only when the data is not ready.
+
+The score is PostgreSQL's, bit for bit, so the order (ties included) is the statement's:
+- relevance: ``ts_rank`` with its default weights, in single precision as PostgreSQL computes it (its OR branch:
+  the query's lexemes are joined with ``|``), plus 1 when any lexeme matches;
+- standing: ``RATING_WEIGHT * rating * n / (n + 1)`` and ``RECENCY_WEIGHT / (1 + age / RECENCY_DAYS)``, the age
+  taken as ``date_part('epoch', now() - updated_at)`` does, from the database's clock;
+- ``(relevance + rating part) + recency``, in that order, as the statement adds them.
+tests/test_context_ranking.py compares it with the ORM oracle exactly, scores included.
+
+Isolation: a key names its team and a store is read through ``get_store`` (the key's team only), so the cache key
+(team id, store id) never reaches another team's data; the data is loaded with the team in the WHERE clause and under
+row-level security. What is cached is what one statement would read; nothing is served without the version check.
+
+Bounds: at most ``DREAMWEB_CONTEXT_CACHE_STORES`` stores per process (least recently used dropped first), stores
+of more than ``DREAMWEB_CONTEXT_CACHE_MAX_ENTRIES`` active entries are left to the statement, and a store whose data
+went stale again within ``DREAMWEB_CONTEXT_CACHE_MIN_REBUILD_S`` of its last build is served by the statement until
+then (a store written to many times a second does not rebuild on every request). Queries whose lexemes PostgreSQL
+joins with an operator other than ``|`` are left to the statement too.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+
+from .models import EntryStatus
+from .ranking import (
+    AGENT_LEVEL,
+    RATING_WEIGHT,
+    RECENCY_DAYS,
+    RECENCY_WEIGHT,
+    TASK_LEVEL,
+    ContextItem,
+    ranked_by_statement,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+_US_PER_DAY = 86_400_000_000
+# ts_rank's default weights for D, C, B, A (PostgreSQL's tsrank.c), as single-precision floats.
+_WEIGHTS = {"": np.float32(0.1), "D": np.float32(0.1), "C": np.float32(0.2), "B": np.float32(0.4), "A": np.float32(1.0)}
+_PI2_6 = 1.64493406685  # the double constant calc_rank_or divides by
+
+_CHECK_STORE = (
+    "SELECT now(), (SELECT content_version FROM memory_memorystore WHERE id = %s AND team_id = %s), NULL, {tsquery}"
+)
+# A team's stores: the highest version and the number of stores (a store created or deleted changes one of them).
+_CHECK_TEAM = (
+    "SELECT now(), (SELECT max(content_version) FROM memory_memorystore WHERE team_id = %s),"
+    " (SELECT count(*) FROM memory_memorystore WHERE team_id = %s), {tsquery}"
+)
+_TSQUERY = "replace(plainto_tsquery('english', %s)::text, '&', '|')"
+_LOAD = """
+SELECT e.id, e.key, e.content, e.scope_agent, e.scope_task, e.version, e.content_hash, e.last_served_at,
+       e.rating, e.rating_count, e.updated_at, e.search_vector::text, s.slug
+FROM memory_memoryentry e JOIN memory_memorystore s ON s.id = e.store_id
+WHERE e.team_id = %s AND e.status = %s {store}
+"""
+
+# A lexeme in the text form of a tsvector or tsquery ('' doubles a quote, a backslash escapes), and its positions.
+_LEXEME = re.compile(r"'((?:''|\\.|[^'\\])*)'(?::([0-9A-D,]+))?")
+_UNESCAPE = re.compile(r"''|\\(.)")
+_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def _unescape(text: str) -> str:
+    return _UNESCAPE.sub(lambda m: m.group(1) or "'", text) if ("'" in text or "\\" in text) else text
+
+
+def _f32(x) -> np.float32:
+    return np.float32(x)
+
+
+_CONTRIBUTION: dict[str, float] = {}
+
+
+def _contribution(signature: str) -> float:
+    """What one lexeme of an entry adds to calc_rank_or's sum before the division by the number of query lexemes,
+    as a double, from the weights of its positions (``signature``: the position list without its digits, e.g. ``,A,``
+    for three positions weighted D, A, D). Computed as tsrank.c does, in single precision."""
+    value = _CONTRIBUTION.get(signature)
+    if value is None:
+        weights = [_WEIGHTS[w] for w in signature.split(",")]
+        resj, wjm, jm = np.float32(0.0), np.float32(-1.0), 0
+        for j, w in enumerate(weights):
+            resj = _f32(resj + _f32(w / np.float32((j + 1) * (j + 1))))
+            if w > wjm:
+                wjm, jm = w, j
+        inner = _f32(_f32(wjm + resj) - _f32(wjm / np.float32((jm + 1) * (jm + 1))))
+        value = _CONTRIBUTION[signature] = float(inner) / _PI2_6
+    return value
+
+
+def query_lexemes(tsquery_text: str | None) -> tuple[str, ...] | None:
+    """The distinct lexemes of ``replace(plainto_tsquery(q)::text, '&', '|')`` in the order ts_rank adds them (byte
+    order), or None when the query holds anything but lexemes joined by ``|`` (left to the statement)."""
+    if not tsquery_text:
+        return ()
+    lexemes, end = [], 0
+    for m in _LEXEME.finditer(tsquery_text):
+        between = tsquery_text[end : m.start()].strip()
+        if between not in ("", "|") or m.group(2) is not None or (not lexemes and between):
+            return None
+        lexemes.append(_unescape(m.group(1)))
+        end = m.end()
+    if tsquery_text[end:].strip() or not lexemes:
+        return None
+    return tuple(sorted(set(lexemes), key=lambda s: s.encode()))
+
+
+def _us(dt: datetime) -> int:
+    return (dt - _EPOCH) // _US
+
+
+@dataclass
+class StoreRanking:
+    """One store's (or one team's) active entries, ready to rank."""
+
+    version: tuple
+    built_at: float
+    rows: list  # (id, key, content, scope_agent, scope_task, version, content_hash, store slug)
+    last_served: list  # last_served_at per entry, moved forward by this process when it marks entries served
+    ids: np.ndarray
+    updated_us: np.ndarray
+    rating_part: np.ndarray
+    scope_rank: np.ndarray
+    groups: dict  # (scope_agent, scope_task) -> positions
+    postings: dict  # lexeme -> (positions, contributions)
+    position: dict  # entry id -> position
+
+    @classmethod
+    def build(cls, version: tuple, fetched: list) -> StoreRanking:
+        n = len(fetched)
+        ids = np.empty(n, np.int64)
+        updated = np.empty(n, np.int64)
+        rating = np.empty(n, np.float64)
+        count = np.empty(n, np.float64)
+        rank = np.empty(n, np.int64)
+        rows, served, groups, postings = [], [], {}, {}
+        for i, r in enumerate(fetched):
+            entry_id, key, content, agent, task, version_, chash, served_at, rating_, count_, updated_at, sv, slug = r
+            rows.append((entry_id, key, content, agent, task, version_, chash, slug))
+            served.append(served_at)
+            ids[i], updated[i], rating[i], count[i] = entry_id, _us(updated_at), rating_, count_
+            rank[i] = (TASK_LEVEL if task is not None else 0) + (AGENT_LEVEL if agent is not None else 0)
+            groups.setdefault((agent, task), []).append(i)
+            for m in _LEXEME.finditer(sv or ""):
+                lexeme = m.group(1)
+                if "'" in lexeme or "\\" in lexeme:
+                    lexeme = _unescape(lexeme)
+                signature = (m.group(2) or "").translate(_DIGITS)
+                postings.setdefault(lexeme, ([], []))
+                where, what = postings[lexeme]
+                where.append(i)
+                what.append(_contribution(signature))
+        return cls(
+            version=version,
+            built_at=time.monotonic(),
+            rows=rows,
+            last_served=served,
+            ids=ids,
+            updated_us=updated,
+            # In the statement's order: RATING_WEIGHT * rating * n / (n + 1), in double precision.
+            rating_part=RATING_WEIGHT * rating * count / (count + 1.0),
+            scope_rank=rank,
+            groups={k: np.asarray(v, np.int64) for k, v in groups.items()},
+            postings={k: (np.asarray(w, np.int64), np.asarray(c, np.float64)) for k, (w, c) in postings.items()},
+            position={int(entry_id): i for i, entry_id in enumerate(ids)},
+        )
+
+    def relevance(self, lexemes: tuple[str, ...]) -> np.ndarray | None:
+        """1 + ts_rank for the entries any lexeme matches, 0 for the others (None: none matches)."""
+        found = [self.postings[lx] for lx in lexemes if lx in self.postings]
+        if not found:
+            return None
+        rank = np.zeros(len(self.rows), np.float32)
+        matched = np.zeros(len(self.rows), bool)
+        for where, what in found:
+            # res = res + contribution, the sum in double precision stored back in single (tsrank.c).
+            rank[where] = (rank[where].astype(np.float64) + what).astype(np.float32)
+            matched[where] = True
+        rank = rank / np.float32(len(lexemes))
+        return np.where(matched, 1.0 + rank.astype(np.float64), 0.0)
+
+    def scores(self, at: np.ndarray, now_us: int, relevance: np.ndarray | None) -> np.ndarray:
+        delta = now_us - self.updated_us[at]
+        # now() - updated_at as an interval (whole days and the rest, truncated towards zero as justify_hours does),
+        # then date_part('epoch', ...): time / 1e6 + 86400 * days.
+        days = np.where(delta >= 0, delta // _US_PER_DAY, -((-delta) // _US_PER_DAY))
+        epoch = (delta - days * _US_PER_DAY) / 1000000.0 + 86400.0 * days
+        recency = RECENCY_WEIGHT / (1.0 + epoch / (RECENCY_DAYS * 86400.0))
+        standing = self.rating_part[at] if relevance is None else relevance[at] + self.rating_part[at]
+        return standing + recency
+
+    def top(self, at: np.ndarray, n: int, now_us: int, relevance: np.ndarray | None) -> list[int]:
+        """The n best of the entries at these positions: scope level, score, most recently updated, lowest id."""
+        if not len(at) or n <= 0:
+            return []
+        score = self.scores(at, now_us, relevance)
+        level = self.scope_rank[at]
+        if len(at) > n:
+            # Only what can be among the n best is sorted: each level's entries at or above the level's n-th score.
+            keep = np.zeros(len(at), bool)
+            for value in np.unique(level):
+                in_level = np.nonzero(level == value)[0]
+                if len(in_level) > n:
+                    cut = np.partition(score[in_level], len(in_level) - n)[len(in_level) - n]
+                    in_level = in_level[score[in_level] >= cut]
+                keep[in_level] = True
+            at, score, level = at[keep], score[keep], level[keep]
+        order = np.lexsort((self.ids[at], -self.updated_us[at], -score, -level))[:n]
+        return [(int(at[k]), float(score[k])) for k in order]
+
+    def items(self, chosen: list) -> list[ContextItem]:
+        out = []
+        for i, score in chosen:
+            entry_id, key, content, agent, task, version, chash, slug = self.rows[i]
+            out.append(
+                ContextItem(
+                    entry_id=entry_id,
+                    key=key,
+                    store=slug,
+                    content=content,
+                    scope_agent=agent,
+                    scope_task=task,
+                    version=version,
+                    content_hash=chash,
+                    scope_rank=int(self.scope_rank[i]),
+                    score=score,
+                    last_served_at=self.last_served[i],
+                    source=self,
+                )
+            )
+        return out
+
+
+_cache: OrderedDict = OrderedDict()
+_lock = threading.Lock()
+_SKIPPED = object()  # a store too large to keep
+
+
+def clear() -> None:
+    with _lock:
+        _cache.clear()
+
+
+def _get(cache_key, version: tuple, load) -> StoreRanking | None:
+    with _lock:
+        current = _cache.get(cache_key)
+        if current is not None:
+            _cache.move_to_end(cache_key)
+    if current is not None and current.version == version:
+        return None if current.data is _SKIPPED else current.data
+    if current is not None and time.monotonic() - current.built_at < settings.DREAMWEB_CONTEXT_CACHE_MIN_REBUILD_S:
+        return None  # stale again soon after its build: the statement serves until the interval has passed
+    fetched = load()
+    data = (
+        _SKIPPED if len(fetched) > settings.DREAMWEB_CONTEXT_CACHE_MAX_ENTRIES else StoreRanking.build(version, fetched)
+    )
+    with _lock:
+        _cache[cache_key] = _Slot(version, time.monotonic(), data)
+        _cache.move_to_end(cache_key)
+        while len(_cache) > settings.DREAMWEB_CONTEXT_CACHE_STORES:
+            _cache.popitem(last=False)
+    return None if data is _SKIPPED else data
+
+
+@dataclass
+class _Slot:
+    version: tuple
+    built_at: float
+    data: object
+
+
+def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", limit: int) -> list[ContextItem]:
+    """The ``limit`` best entries of the key's team (of ``store`` when given) for this agent, task and query, best
+    first (memory.ranking's rule): from the process's ranking data when it is ready and current, otherwise from the
+    ranking statement."""
+    if limit <= 0:
+        return []
+    query = (query or "").strip()
+    if connection.vendor != "postgresql" or not settings.DREAMWEB_CONTEXT_CACHE_STORES:
+        return ranked_by_statement(key, store=store, agent=agent, task=task, query=query, limit=limit)
+    team_id = key.team_id
+    tsquery = _TSQUERY if query else "NULL"
+    with connection.cursor() as cursor:
+        if store is not None:
+            cursor.execute(_CHECK_STORE.format(tsquery=tsquery), [store.pk, team_id, *([query] if query else [])])
+        else:
+            cursor.execute(_CHECK_TEAM.format(tsquery=tsquery), [team_id, team_id, *([query] if query else [])])
+        now, version, stores, tsquery_text = cursor.fetchone()
+    lexemes = query_lexemes(tsquery_text)
+    if version is None or lexemes is None:
+        return ranked_by_statement(key, store=store, agent=agent, task=task, query=query, limit=limit)
+
+    def load() -> list:
+        sql = _LOAD.format(store="AND e.store_id = %s" if store is not None else "")
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [team_id, EntryStatus.ACTIVE.value, *([store.pk] if store is not None else [])])
+            return cursor.fetchall()
+
+    data = _get((team_id, store.pk if store is not None else None), (version, stores), load)
+    if data is None:
+        return ranked_by_statement(key, store=store, agent=agent, task=task, query=query, limit=limit)
+    now_us = _us(now)
+    relevance = data.relevance(lexemes) if lexemes else None
+    chosen: list = []
+    if agent or task:
+        levels = [(agent, task), (agent, None), (None, task)] if agent and task else [(agent, task)]
+        at = [data.groups[k] for k in levels if k in data.groups]
+        if at:
+            chosen = data.top(np.concatenate(at), limit, now_us, relevance)
+    if len(chosen) < limit:
+        wide = data.groups.get((None, None))
+        if wide is not None:
+            chosen += data.top(wide, limit - len(chosen), now_us, relevance)
+    return data.items(chosen)
+
+
+def note_served(items: list[ContextItem], now) -> None:
+    """The entries just marked served: this process's copy of last_served_at follows, so the next request within the
+    minute does not try to mark them again."""
+    for item in items:
+        if isinstance(item.source, StoreRanking):
+            i = item.source.position.get(item.entry_id)
+            if i is not None:
+                item.source.last_served[i] = now
