@@ -68,15 +68,23 @@ _CHECK_TEAM = (
 _TSQUERY = "replace(plainto_tsquery('english', %s)::text, '&', '|')"
 _LOAD = """
 SELECT e.id, e.key, e.content, e.scope_agent, e.scope_task, e.version, e.content_hash, e.last_served_at,
-       e.rating, e.rating_count, e.updated_at, e.search_vector::text, s.slug
+       e.rating, e.rating_count, e.updated_at, s.slug
 FROM memory_memoryentry e JOIN memory_memorystore s ON s.id = e.store_id
 WHERE e.team_id = %s AND e.status = %s {store}
+ORDER BY e.id
+"""
+# The inverted index, built by PostgreSQL from the stored tsvectors: for each lexeme and each weight sequence of its
+# positions (e.g. D,D,A), the entries that hold it so.
+_POSTINGS = """
+SELECT u.lexeme, coalesce(array_to_string(u.weights, ','), ''), array_agg(e.id)
+FROM memory_memoryentry e, unnest(e.search_vector) u
+WHERE e.team_id = %s AND e.status = %s {store}
+GROUP BY 1, 2
 """
 
 # A lexeme in the text form of a tsvector or tsquery ('' doubles a quote, a backslash escapes), and its positions.
 _LEXEME = re.compile(r"'((?:''|\\.|[^'\\])*)'(?::([0-9A-D,]+))?")
 _UNESCAPE = re.compile(r"''|\\(.)")
-_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def _unescape(text: str) -> str:
@@ -92,8 +100,8 @@ _CONTRIBUTION: dict[str, float] = {}
 
 def _contribution(signature: str) -> float:
     """What one lexeme of an entry adds to calc_rank_or's sum before the division by the number of query lexemes,
-    as a double, from the weights of its positions (``signature``: the position list without its digits, e.g. ``,A,``
-    for three positions weighted D, A, D). Computed as tsrank.c does, in single precision."""
+    as a double, from the weights of its positions (``signature``: e.g. ``D,A,D``; empty for a lexeme stored without
+    positions, which ts_rank counts as one position of weight D). Computed as tsrank.c does, in single precision."""
     value = _CONTRIBUTION.get(signature)
     if value is None:
         weights = [_WEIGHTS[w] for w in signature.split(",")]
@@ -145,30 +153,31 @@ class StoreRanking:
     position: dict  # entry id -> position
 
     @classmethod
-    def build(cls, version: tuple, fetched: list) -> StoreRanking:
+    def build(cls, version: tuple, fetched: list, postings_rows: list) -> StoreRanking:
         n = len(fetched)
         ids = np.empty(n, np.int64)
         updated = np.empty(n, np.int64)
         rating = np.empty(n, np.float64)
         count = np.empty(n, np.float64)
         rank = np.empty(n, np.int64)
-        rows, served, groups, postings = [], [], {}, {}
+        rows, served, groups = [], [], {}
         for i, r in enumerate(fetched):
-            entry_id, key, content, agent, task, version_, chash, served_at, rating_, count_, updated_at, sv, slug = r
+            entry_id, key, content, agent, task, version_, chash, served_at, rating_, count_, updated_at, slug = r
             rows.append((entry_id, key, content, agent, task, version_, chash, slug))
             served.append(served_at)
             ids[i], updated[i], rating[i], count[i] = entry_id, _us(updated_at), rating_, count_
             rank[i] = (TASK_LEVEL if task is not None else 0) + (AGENT_LEVEL if agent is not None else 0)
             groups.setdefault((agent, task), []).append(i)
-            for m in _LEXEME.finditer(sv or ""):
-                lexeme = m.group(1)
-                if "'" in lexeme or "\\" in lexeme:
-                    lexeme = _unescape(lexeme)
-                signature = (m.group(2) or "").translate(_DIGITS)
-                postings.setdefault(lexeme, ([], []))
-                where, what = postings[lexeme]
-                where.append(i)
-                what.append(_contribution(signature))
+        # Rows come ordered by id: an entry's position is found by binary search.
+        by_lexeme: dict[str, tuple[list, list]] = {}
+        for lexeme, signature, entry_ids in postings_rows:
+            where = np.searchsorted(ids, np.asarray(entry_ids, np.int64))
+            found = where < n
+            found[found] &= ids[where[found]] == np.asarray(entry_ids, np.int64)[found]
+            where = where[found]  # an entry that changed between the two statements is left to the next version
+            bucket = by_lexeme.setdefault(lexeme, ([], []))
+            bucket[0].append(where)
+            bucket[1].append(np.full(len(where), _contribution(signature)))
         return cls(
             version=version,
             built_at=time.monotonic(),
@@ -180,7 +189,7 @@ class StoreRanking:
             rating_part=RATING_WEIGHT * rating * count / (count + 1.0),
             scope_rank=rank,
             groups={k: np.asarray(v, np.int64) for k, v in groups.items()},
-            postings={k: (np.asarray(w, np.int64), np.asarray(c, np.float64)) for k, (w, c) in postings.items()},
+            postings={k: (np.concatenate(w), np.concatenate(c)) for k, (w, c) in by_lexeme.items()},
             position={int(entry_id): i for i, entry_id in enumerate(ids)},
         )
 
@@ -269,10 +278,9 @@ def _get(cache_key, version: tuple, load) -> StoreRanking | None:
         return None if current.data is _SKIPPED else current.data
     if current is not None and time.monotonic() - current.built_at < settings.DREAMWEB_CONTEXT_CACHE_MIN_REBUILD_S:
         return None  # stale again soon after its build: the statement serves until the interval has passed
-    fetched = load()
-    data = (
-        _SKIPPED if len(fetched) > settings.DREAMWEB_CONTEXT_CACHE_MAX_ENTRIES else StoreRanking.build(version, fetched)
-    )
+    fetched, postings = load()
+    too_large = len(fetched) > settings.DREAMWEB_CONTEXT_CACHE_MAX_ENTRIES
+    data = _SKIPPED if too_large else StoreRanking.build(version, fetched, postings)
     with _lock:
         _cache[cache_key] = _Slot(version, time.monotonic(), data)
         _cache.move_to_end(cache_key)
@@ -309,11 +317,14 @@ def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", l
     if version is None or lexemes is None:
         return ranked_by_statement(key, store=store, agent=agent, task=task, query=query, limit=limit)
 
-    def load() -> list:
-        sql = _LOAD.format(store="AND e.store_id = %s" if store is not None else "")
+    def load() -> tuple[list, list]:
+        where = "AND e.store_id = %s" if store is not None else ""
+        params = [team_id, EntryStatus.ACTIVE.value, *([store.pk] if store is not None else [])]
         with connection.cursor() as cursor:
-            cursor.execute(sql, [team_id, EntryStatus.ACTIVE.value, *([store.pk] if store is not None else [])])
-            return cursor.fetchall()
+            cursor.execute(_LOAD.format(store=where), params)
+            rows = cursor.fetchall()
+            cursor.execute(_POSTINGS.format(store=where), params)
+            return rows, cursor.fetchall()
 
     data = _get((team_id, store.pk if store is not None else None), (version, stores), load)
     if data is None:
