@@ -11,6 +11,7 @@ items returned are always in rank order. Text is joined as plain strings: nothin
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -138,17 +139,17 @@ def build_context(
 
 def record_serve(key, result: ContextResult, *, store, agent, task, query, session_external_id) -> int:
     """The audit row (which entry versions and skills went to which key, agent, task and session), and
-    last_served_at on the served entries."""
+    last_served_at on the served entries (those not marked within SERVED_RESOLUTION)."""
     now = timezone.now()
-    serve = ContextServe.objects.create(
-        team_id=key.team_id,
-        store=store,
-        agent_key=key,
-        agent=agent or "",
-        task=task or "",
-        session_external_id=session_external_id or "",
-        query=query or "",
-        entries=[
+    fields = {
+        "team_id": key.team_id,
+        "store_id": store.pk if store is not None else None,
+        "agent_key_id": key.pk,
+        "agent": agent or "",
+        "task": task or "",
+        "session_external_id": session_external_id or "",
+        "query": query or "",
+        "entries": [
             {
                 "entry_id": i.entry_id,
                 "key": i.key,
@@ -158,16 +159,69 @@ def record_serve(key, result: ContextResult, *, store, agent, task, query, sessi
             }
             for i in result.items
         ],
-        skills=[{"name": s["name"], "version": s["version"]} for s in result.skills],
-        tokens=result.tokens,
-        created_at=now,
-    )
+        "skills": [{"name": s["name"], "version": s["version"]} for s in result.skills],
+        "tokens": result.tokens,
+        "created_at": now,
+    }
     # Entries already marked within the resolution need no write at all (most of them, under steady use).
     stale_before = now - SERVED_RESOLUTION
     stale = [i for i in result.items if i.last_served_at is None or i.last_served_at < stale_before]
-    mark_served([i.entry_id for i in stale], now)
+    if connection.vendor == "postgresql":
+        serve_id = _insert_serve(fields, [i.entry_id for i in stale], now)
+    else:
+        serve_id = ContextServe.objects.create(**fields).pk
+        mark_served([i.entry_id for i in stale], now)
     note_served(stale, now)
-    return serve.pk
+    return serve_id
+
+
+# The audit row and the last_served_at marks in one statement (one round trip on the hot path). Constant SQL; every
+# value is a parameter.
+_SERVE_COLUMNS = (
+    "team_id",
+    "store_id",
+    "agent_key_id",
+    "agent",
+    "task",
+    "session_external_id",
+    "query",
+    "entries",
+    "skills",
+    "tokens",
+    "created_at",
+)
+_INSERT_SERVE = """INSERT INTO "memory_contextserve" ("team_id", "store_id", "agent_key_id", "agent", "task",
+    "session_external_id", "query", "entries", "skills", "tokens", "created_at")
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s) RETURNING "id"
+"""
+# SKIP LOCKED: when another request is marking the same rows right now, its timestamp is as good as ours.
+_MARK_SERVED = """UPDATE memory_memoryentry SET last_served_at = %s WHERE id IN (
+    SELECT id FROM memory_memoryentry
+    WHERE id = ANY(%s) AND (last_served_at IS NULL OR last_served_at < %s)
+    FOR UPDATE SKIP LOCKED)
+"""
+_SERVE_AND_MARK = """WITH marked AS (
+    UPDATE memory_memoryentry SET last_served_at = %s WHERE id IN (
+        SELECT id FROM memory_memoryentry
+        WHERE id = ANY(%s) AND (last_served_at IS NULL OR last_served_at < %s)
+        FOR UPDATE SKIP LOCKED)
+), serve AS (
+    INSERT INTO "memory_contextserve" ("team_id", "store_id", "agent_key_id", "agent", "task",
+        "session_external_id", "query", "entries", "skills", "tokens", "created_at")
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s) RETURNING "id"
+)
+SELECT "id" FROM serve
+"""
+
+
+def _insert_serve(fields: dict, stale_ids: list[int], now) -> int:
+    values = [json.dumps(fields[c]) if c in ("entries", "skills") else fields[c] for c in _SERVE_COLUMNS]
+    with connection.cursor() as cursor:
+        if not stale_ids:
+            cursor.execute(_INSERT_SERVE, values)
+        else:
+            cursor.execute(_SERVE_AND_MARK, [now, stale_ids, now - SERVED_RESOLUTION, *values])
+        return cursor.fetchone()[0]
 
 
 def mark_served(entry_ids: list[int], now) -> None:
@@ -175,17 +229,8 @@ def mark_served(entry_ids: list[int], now) -> None:
         return
     stale_before = now - SERVED_RESOLUTION
     if connection.vendor == "postgresql":
-        # SKIP LOCKED: when another request is marking the same rows right now, its timestamp is as good as ours.
         with connection.cursor() as cursor:
-            cursor.execute(
-                """
-                UPDATE memory_memoryentry SET last_served_at = %s WHERE id IN (
-                    SELECT id FROM memory_memoryentry
-                    WHERE id = ANY(%s) AND (last_served_at IS NULL OR last_served_at < %s)
-                    FOR UPDATE SKIP LOCKED)
-                """,
-                [now, entry_ids, stale_before],
-            )
+            cursor.execute(_MARK_SERVED, [now, entry_ids, stale_before])
         return
     MemoryEntry.objects.filter(pk__in=entry_ids).filter(
         Q(last_served_at__isnull=True) | Q(last_served_at__lt=stale_before)
