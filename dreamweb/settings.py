@@ -183,6 +183,9 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's fixup closes the database connection around every task unless this is set; dreamweb.celery applies
+# Django's own rule instead (kept for DREAMWEB_WORKER_CONN_MAX_AGE seconds, closed when broken).
+CELERY_DB_REUSE_MAX = 10**9
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
