@@ -98,6 +98,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several threads (runserver, in-process tasks) write to one file: wait for the lock instead of failing.
     DATABASES["default"]["OPTIONS"] = {"timeout": 30}
 DATABASES["default"]["TEST"] = {"NAME": os.environ.get("DREAMWEB_TEST_DB_NAME") or None}
+# Behind PgBouncer in transaction pooling mode (docs/scaling.md): no server-side cursors (QuerySet.iterator() then
+# fetches in one go); the team scope is transaction-local and needs nothing else.
+if os.environ.get("DATABASE_DISABLE_SERVER_SIDE_CURSORS", "").lower() in ("1", "true", "yes"):
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 # The owner role runs migrations and owns the tables; the application role (DATABASE_URL) does not.
 # Tests create and migrate their database as the owner, then run as the application role.
 DATABASE_OWNER_URL = os.environ.get("DATABASE_OWNER_URL", "")

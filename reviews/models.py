@@ -229,6 +229,11 @@ class SessionAnalysis(models.Model):
     class Meta:
         verbose_name_plural = "session analyses"
         constraints = [models.UniqueConstraint(fields=["run", "session"], name="sessionanalysis_unique_run_session")]
+        # The analyses still pending in a run: every batch asks whether any is left (steps._nothing_pending); only
+        # the pending rows are in the index, so the answer does not grow with the run.
+        indexes = [
+            models.Index(fields=["run"], condition=models.Q(status="pending"), name="sessionanalysis_run_pending")
+        ]
 
     def __str__(self) -> str:
         return f"analysis of {self.session_id} in run {self.run_id}"
