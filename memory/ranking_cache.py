@@ -38,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from .models import EntryStatus
 from .ranking import (
@@ -53,6 +54,7 @@ from .ranking import (
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 _US_PER_DAY = 86_400_000_000
+_NEVER_BEFORE, _NEVER_AFTER = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 # ts_rank's default weights for D, C, B, A (PostgreSQL's tsrank.c), as single-precision floats.
 _WEIGHTS = {"": np.float32(0.1), "D": np.float32(0.1), "C": np.float32(0.2), "B": np.float32(0.4), "A": np.float32(1.0)}
 _PI2_6 = 1.64493406685  # the double constant calc_rank_or divides by
@@ -68,7 +70,7 @@ _CHECK_TEAM = (
 _TSQUERY = "replace(plainto_tsquery('english', %s)::text, '&', '|')"
 _LOAD = """
 SELECT e.id, e.key, e.content, e.scope_agent, e.scope_task, e.version, e.content_hash, e.last_served_at,
-       e.rating, e.rating_count, e.updated_at, s.slug
+       e.rating, e.rating_count, e.updated_at, e.valid_from, e.valid_until, s.slug
 FROM memory_memoryentry e JOIN memory_memorystore s ON s.id = e.store_id
 WHERE e.team_id = %s AND e.status = %s {store}
 ORDER BY e.id
@@ -148,6 +150,9 @@ class StoreRanking:
     updated_us: np.ndarray
     rating_part: np.ndarray
     scope_rank: np.ndarray
+    valid_from: np.ndarray  # microseconds; _NEVER_BEFORE when unset
+    valid_until: np.ndarray  # microseconds; _NEVER_AFTER when unset
+    windowed: bool  # some entry has a validity window
     groups: dict  # (scope_agent, scope_task) -> positions
     postings: dict  # lexeme -> (positions, contributions)
     position: dict  # entry id -> position
@@ -160,12 +165,19 @@ class StoreRanking:
         rating = np.empty(n, np.float64)
         count = np.empty(n, np.float64)
         rank = np.empty(n, np.int64)
+        valid_from = np.full(n, _NEVER_BEFORE, np.int64)
+        valid_until = np.full(n, _NEVER_AFTER, np.int64)
         rows, served, groups = [], [], {}
         for i, r in enumerate(fetched):
-            entry_id, key, content, agent, task, version_, chash, served_at, rating_, count_, updated_at, slug = r
+            entry_id, key, content, agent, task, version_, chash, served_at, rating_, count_, updated_at = r[:11]
+            starts, ends, slug = r[11:]
             rows.append((entry_id, key, content, agent, task, version_, chash, slug))
             served.append(served_at)
             ids[i], updated[i], rating[i], count[i] = entry_id, _us(updated_at), rating_, count_
+            if starts is not None:
+                valid_from[i] = _us(starts)
+            if ends is not None:
+                valid_until[i] = _us(ends)
             rank[i] = (TASK_LEVEL if task is not None else 0) + (AGENT_LEVEL if agent is not None else 0)
             groups.setdefault((agent, task), []).append(i)
         # Rows come ordered by id: an entry's position is found by binary search.
@@ -188,6 +200,9 @@ class StoreRanking:
             # In the statement's order: RATING_WEIGHT * rating * n / (n + 1), in double precision.
             rating_part=RATING_WEIGHT * rating * count / (count + 1.0),
             scope_rank=rank,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            windowed=bool((valid_from != _NEVER_BEFORE).any() or (valid_until != _NEVER_AFTER).any()),
             groups={k: np.asarray(v, np.int64) for k, v in groups.items()},
             postings={k: (np.concatenate(w), np.concatenate(c)) for k, (w, c) in by_lexeme.items()},
             position={int(entry_id): i for i, entry_id in enumerate(ids)},
@@ -216,6 +231,13 @@ class StoreRanking:
         recency = RECENCY_WEIGHT / (1.0 + epoch / (RECENCY_DAYS * 86400.0))
         standing = self.rating_part[at] if relevance is None else relevance[at] + self.rating_part[at]
         return standing + recency
+
+    def valid(self, at: np.ndarray, valid_us: int) -> np.ndarray:
+        """The positions whose entry is valid at ``valid_us``: valid_from unset or passed, valid_until unset or not
+        reached (memory.models.valid_now_q). Time-dependent, so it is applied on every request, never cached."""
+        if not self.windowed:
+            return at
+        return at[(self.valid_from[at] <= valid_us) & (self.valid_until[at] > valid_us)]
 
     def top(self, at: np.ndarray, n: int, now_us: int, relevance: np.ndarray | None) -> list[int]:
         """The n best of the entries at these positions: scope level, score, most recently updated, lowest id."""
@@ -330,17 +352,19 @@ def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", l
     if data is None:
         return ranked_by_statement(key, store=store, agent=agent, task=task, query=query, limit=limit)
     now_us = _us(now)
+    # The validity window is judged by this process's clock, as the ranking statement judges it.
+    valid_us = _us(timezone.now())
     relevance = data.relevance(lexemes) if lexemes else None
     chosen: list = []
     if agent or task:
         levels = [(agent, task), (agent, None), (None, task)] if agent and task else [(agent, task)]
         at = [data.groups[k] for k in levels if k in data.groups]
         if at:
-            chosen = data.top(np.concatenate(at), limit, now_us, relevance)
+            chosen = data.top(data.valid(np.concatenate(at), valid_us), limit, now_us, relevance)
     if len(chosen) < limit:
         wide = data.groups.get((None, None))
         if wide is not None:
-            chosen += data.top(wide, limit - len(chosen), now_us, relevance)
+            chosen += data.top(data.valid(wide, valid_us), limit - len(chosen), now_us, relevance)
     return data.items(chosen)
 
 

@@ -186,3 +186,26 @@ def test_api_alternating_teams_with_the_same_store_slug(fast_passwords):
         from memory.models import ContextServe
 
         assert ContextServe.objects.count() == 8
+
+
+@pytest.mark.all_teams
+def test_validity_is_judged_at_every_request_not_at_the_build(world):
+    """An entry whose valid_until passes stops being served by the kept data itself (no write, no new version, no
+    rebuild), and one whose valid_from arrives starts being served."""
+    import time
+
+    make_key(world.team_a, name="reader")
+    key = AgentKey.objects.get(team=world.team_a, name="reader")
+    now = timezone.now()
+    make_entry(world.store_a, key="always", content="deploy")
+    make_entry(world.store_a, key="ending", content="deploy", valid_until=now + timedelta(seconds=1.5))
+    make_entry(world.store_a, key="starting", content="deploy", valid_from=now + timedelta(seconds=1.5))
+    ranking_cache.clear()
+    served = lambda: {i.key for i in ranking_cache.ranked_entries(key, store=world.store_a, query="deploy", limit=9)}  # noqa: E731
+    assert served() == {"always", "ending"}
+    version, data = _version(world.store_a), ranking_cache._cache[(world.team_a.pk, world.store_a.pk)].data
+    time.sleep(max(0.0, (now + timedelta(seconds=1.6) - timezone.now()).total_seconds()))
+    assert served() == {"always", "starting"}
+    assert _version(world.store_a) == version
+    assert ranking_cache._cache[(world.team_a.pk, world.store_a.pk)].data is data
+    _same_as_statement(key, world.store_a)

@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('dreamweb', '0004_tenancy_wall'),
-        ('memory', '0006_store_content_version'),
+        ('memory', '0008_store_content_version'),
         ('reviews', '0005_tenancy_wall'),
     ]
 

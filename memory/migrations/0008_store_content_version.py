@@ -3,7 +3,7 @@ whether the ranking data it keeps in the worker process is still the store's.
 
 ``memory_memorystore.content_version`` takes a fresh value of one sequence when the store is created and whenever
 one of its entries is inserted, deleted, or changed in anything the ranking reads (key, content, scope, status,
-version, hash, rating, dates, store or team; not ``last_served_at``, which every served context moves). Triggers
+version, hash, rating, update time, validity window, store or team; not ``last_served_at``, which every served context moves). Triggers
 set it, so no writer can forget it; values never repeat (a sequence is not rolled back), so a version seen inside
 a transaction that was rolled back is never seen again. The column is not a model field: a store's ``save()``
 must never write back a version it read earlier. SQLite (development) has no cache and no column.
@@ -28,6 +28,8 @@ RANKED_COLUMNS = (
     "rating",
     "rating_count",
     "updated_at",
+    "valid_from",
+    "valid_until",
 )
 _CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in RANKED_COLUMNS)
 
@@ -88,6 +90,6 @@ def backward(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory", "0005_tenancy_wall")]
+    dependencies = [("memory", "0007_entry_origin_from_latest_version")]
 
     operations = [migrations.RunPython(forward, backward)]
