@@ -11,13 +11,15 @@ to two Celery worker processes on Redis.
    runs so that each run stores its proposals again.
 3. The same cycle through the queue (REDIS_URL=redis://127.0.0.1:6379/2, flushed first) with one, then two worker
    processes (`celery worker --concurrency=1` each, started and ready before timing): the run's own time
-   (started_at → finished_at), median of --repeat runs, and the ratio.
+   (started_at → finished_at), median of --repeat runs, and the ratio. Each round runs in-process, one worker and
+   two workers one after the other (interleaved), so the three see the same machine.
 4. With --aggregate, bench/aggregate_scaling.py (aggregation alone at 1k / 10k / 100k findings) if present.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -202,6 +204,22 @@ class Workers:
             )
         time.sleep(8)  # Django and Celery start-up; not part of the timing
 
+    def peak_rss(self) -> float:
+        """The largest peak RSS (MiB) among the workers' processes (the main process and its pool children)."""
+        peak = 0
+        for proc, _ in self.procs:
+            pids = [proc.pid]
+            with contextlib.suppress(OSError):
+                pids += [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+            for pid in pids:
+                try:
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmHWM:"):
+                            peak = max(peak, int(line.split()[1]))
+                except OSError:
+                    continue
+        return peak / 1024
+
     def stop(self) -> None:
         for proc, _ in self.procs:
             try:
@@ -250,54 +268,61 @@ def main() -> int:
         setup(n)
         print(f"setup: {n} sessions loaded in {time.perf_counter() - t:.1f} s", flush=True)
 
+    # Interleaved: each round runs the in-process cycle, then one worker, then two, so that the three see the same
+    # machine (a shared machine's load moves by a factor of two within minutes).
+    redis_ok = not args.skip_workers and flush_redis()
+    if not args.skip_workers and not redis_ok:
+        print("Redis not reachable: worker speed-up skipped")
     walls, peaks, inner = [], [], []
-    for _ in range(args.repeat):
+    times: dict[int, list[float]] = {1: [], 2: []}
+    worker_rss: dict[int, list[float]] = {1: [], 2: []}
+    for round_ in range(args.repeat):
         clear_proposals()
         wall, peak, doc = dream_measured(n, base_env())
         walls.append(wall)
         peaks.append(peak)
         inner.append(doc["run"]["seconds"])
         print(
-            f"in-process: {wall:.1f} s wall (run {doc['run']['seconds']:.1f} s), peak RSS {peak:.0f} MiB,"
-            f" {doc['run']['sessions_analysed']} sessions, {len(doc['proposals'])} proposals",
+            f"round {round_ + 1} in-process: {wall:.1f} s wall (run {doc['run']['seconds']:.1f} s),"
+            f" peak RSS {peak:.0f} MiB, {doc['run']['sessions_analysed']} sessions, {len(doc['proposals'])} proposals",
             flush=True,
         )
+        if not redis_ok:
+            continue
+        for count in (1, 2):
+            with tempfile.TemporaryDirectory() as tmp:
+                workers = Workers(f"bench-{uuid.uuid4().hex[:6]}", Path(tmp))
+                workers.start(count)
+                try:
+                    clear_proposals()
+                    wall, _, doc = dream(n, workers.env)
+                    info = last_run()
+                    times[count].append(info["seconds"])
+                    worker_rss[count].append(workers.peak_rss())
+                    print(
+                        f"round {round_ + 1} {count} worker(s): run {info['seconds']:.1f} s (queued→finished"
+                        f" {info['total']:.1f} s, command {wall:.1f} s), {info['analysed']} sessions,"
+                        f" largest worker RSS {worker_rss[count][-1]:.0f} MiB",
+                        flush=True,
+                    )
+                finally:
+                    workers.stop()
+                    flush_redis()
     print(
         f"IN-PROCESS median: {statistics.median(walls):.1f} s wall, run {statistics.median(inner):.1f} s,"
         f" peak RSS {statistics.median(peaks):.0f} MiB",
         flush=True,
     )
-
-    if not args.skip_workers:
-        if not flush_redis():
-            print("Redis not reachable: worker speed-up skipped")
-        else:
-            medians = {}
-            for count in (1, 2):
-                with tempfile.TemporaryDirectory() as tmp:
-                    workers = Workers(f"bench-{uuid.uuid4().hex[:6]}", Path(tmp))
-                    workers.start(count)
-                    try:
-                        times = []
-                        for _ in range(args.repeat):
-                            clear_proposals()
-                            wall, _, doc = dream(n, workers.env)
-                            info = last_run()
-                            times.append(info["seconds"])
-                            print(
-                                f"{count} worker(s): run {info['seconds']:.1f} s (queued→finished"
-                                f" {info['total']:.1f} s, command {wall:.1f} s), {info['analysed']} sessions",
-                                flush=True,
-                            )
-                    finally:
-                        workers.stop()
-                        flush_redis()
-                medians[count] = statistics.median(times)
-            print(
-                f"WORKERS median: 1 worker {medians[1]:.1f} s, 2 workers {medians[2]:.1f} s,"
-                f" speed-up {medians[1] / medians[2]:.2f}x",
-                flush=True,
-            )
+    if redis_ok:
+        one, two, here = statistics.median(times[1]), statistics.median(times[2]), statistics.median(inner)
+        print(
+            f"WORKERS median: 1 worker {one:.1f} s ({one / here:.2f}x the in-process run), 2 workers {two:.1f} s,"
+            f" speed-up {one / two:.2f}x; per round 1→2: "
+            + ", ".join(f"{a / b:.2f}x" for a, b in zip(times[1], times[2], strict=True))
+            + "; per round 1 worker / in-process: "
+            + ", ".join(f"{a / b:.2f}" for a, b in zip(times[1], inner, strict=True)),
+            flush=True,
+        )
 
     if args.aggregate:
         script = ROOT / "bench" / "aggregate_scaling.py"
