@@ -40,7 +40,7 @@ if not CORPUS.exists():
     CORPUS = Path("/work/shared/corpus")
 PY = sys.executable
 # Kept after the run, so that --skip-setup can measure again without loading the sessions again.
-DB = ScratchDatabase("dreamweb_bench_cycle")
+DB = ScratchDatabase(os.environ.get("BENCH_CYCLE_DB", "dreamweb_bench_cycle"))  # another name: two runs at once
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/2")  # flushed first
 
 
