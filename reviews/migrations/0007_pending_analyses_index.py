@@ -6,9 +6,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dreamweb', '0004_tenancy_wall'),
         ('memory', '0008_store_content_version'),
-        ('reviews', '0005_tenancy_wall'),
+        ('reviews', '0006_card_context_exact_key_policy'),
     ]
 
     operations = [
