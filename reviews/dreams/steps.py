@@ -215,7 +215,7 @@ def _save(run_id: int, team_id: int, results: list[dict], *, check_done: bool = 
 
 def _nothing_pending(run_id: int) -> bool:
     """No analysis of the run is pending and the run still runs (inside the caller's team scope). The pending
-    analyses are found through a partial index (reviews migration 0007), so this costs the same at 100,000
+    analyses are found through a partial index (reviews migration 0008), so this costs the same at 100,000
     sessions as at 100."""
     if SessionAnalysis.objects.filter(run_id=run_id, status=AnalysisStatus.PENDING).exists():
         return False

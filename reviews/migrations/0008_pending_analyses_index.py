@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('memory', '0008_store_content_version'),
-        ('reviews', '0006_card_context_exact_key_policy'),
+        ('reviews', '0007_run_rollback'),
     ]
 
     operations = [
