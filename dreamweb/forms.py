@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from .models import DEFAULT_SCOPES, Scope
 
+ALL_STORES, ALL_STORES_LABEL = "*", "Every store that lets agents write"
+
 
 class AgentKeyForm(forms.Form):
     name = forms.SlugField(max_length=100, help_text="A name for people: which agent or fleet uses the key.")
@@ -24,8 +26,8 @@ class AgentKeyForm(forms.Form):
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
-        slugs = team.store_slugs()
-        self.fields["writable_stores"].choices = [("*", "Every store that lets agents write")] + [(s, s) for s in slugs]
+        names = team.store_names()
+        self.fields["writable_stores"].choices = [(ALL_STORES, ALL_STORES_LABEL)] + list(names.items())
 
     def key_arguments(self) -> dict:
         days = self.cleaned_data.get("expires_in_days")

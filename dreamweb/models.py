@@ -43,6 +43,10 @@ class Team(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    def store_names(self) -> dict[str, str]:
+        """Slug -> display name of the team's stores (pages show names; keys store slugs). Same reverse relation."""
+        return {slug: name or slug for slug, name in self.stores.values_list("slug", "name").order_by("slug")}
+
     def store_slugs(self) -> list[str]:
         """Slugs of the team's memory stores (an agent key names the ones it may write). Read through the reverse
         relation that memory.MemoryStore declares, because dreamweb, below every app, imports none of them."""
@@ -149,3 +153,69 @@ class AgentKey(models.Model):
     def revoke(self) -> None:
         self.revoked_at = timezone.now()
         self.save(update_fields=["revoked_at"])
+
+
+class MemberAction(models.TextChoices):
+    ADDED = "added", "added"
+    INVITED = "invited", "created an invitation"
+    JOINED = "joined", "joined with an invitation"
+    ROLE_CHANGED = "role_changed", "changed the role"
+    REMOVED = "removed", "removed"
+    INVITATION_REVOKED = "revoked", "revoked an invitation"
+
+
+class MembershipChange(models.Model):
+    """Audit of every change to a team's members: who did what to whom, from which role to which (dreamweb.members)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    subject = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The names as they were, so that the history stays readable after a user is deleted or renamed.
+    actor_name = models.CharField(max_length=150, blank=True)
+    subject_name = models.CharField(max_length=254, blank=True)
+    action = models.CharField(max_length=20, choices=MemberAction.choices)
+    old_role = models.CharField(max_length=10, choices=Role.choices, blank=True)
+    new_role = models.CharField(max_length=10, choices=Role.choices, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = TeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["team", "-created_at"], name="membershipchange_team_time")]
+
+    def __str__(self) -> str:
+        return f"{self.actor_name} {self.get_action_display()} {self.subject_name}".strip()
+
+
+class InvitationQuerySet(TeamQuerySet):
+    def open(self):
+        return self.filter(accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now())
+
+
+class Invitation(models.Model):
+    """A link that lets one person join a team with a role. Only the sha256 of its token is stored; the link is
+    shown once, to the admin who made it. Used once, expires, can be revoked."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    token_hash = models.CharField(max_length=64, unique=True)
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    note = models.CharField(max_length=254, blank=True, help_text="Whom it is for (an e-mail address, a name).")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"invitation to {self.team_id} as {self.role}"

@@ -8,18 +8,22 @@ instead (dreamweb.gates), so a link to another of the person's teams still works
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth import login as auth_login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
 from django.db import IntegrityError, connection, transaction
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .forms import AgentKeyForm
+from . import members as members_service
+from .forms import ALL_STORES, ALL_STORES_LABEL, AgentKeyForm
 from .gates import NoTeam, get_for_user, require_role
-from .models import AgentKey, Membership, Role, Team
+from .models import AgentKey, Invitation, Membership, MembershipChange, Role, Team
 
 SESSION_TEAM = "dw_team_id"
 
@@ -123,7 +127,10 @@ def agent_keys(request, slug: str):
             form.add_error("name", "A key with this name exists already.")
         else:
             form = AgentKeyForm(team=team)
-    keys = AgentKey.objects.for_team(team).select_related("created_by").order_by("revoked_at", "name")
+    keys = list(AgentKey.objects.for_team(team).select_related("created_by").order_by("revoked_at", "name"))
+    names = {ALL_STORES: ALL_STORES_LABEL, **team.store_names()}
+    for key in keys:  # the stores by name, as every other page shows them (a key keeps slugs)
+        key.writable_store_names = [names.get(slug, slug) for slug in key.writable_stores]
     return render(
         request,
         "dreamweb/agent_keys.html",
@@ -145,9 +152,120 @@ def revoke_agent_key(request, pk: int):
 @login_required
 @require_GET
 def members(request, slug: str):
+    """The team's members; for an admin also the forms to add, invite, change a role and remove, the open invitations
+    and the history of changes. A fixed number of queries whatever the number of members."""
     team = get_object_or_404(Team.objects.for_user(request.user), slug=slug)
     membership = require_role(request.user, team, Role.VIEWER)
-    rows = Membership.objects.for_team(team).select_related("user").order_by("user__username")
-    return render(
-        request, "dreamweb/members.html", {"team": team, "rows": rows, "is_admin": membership.allows(Role.ADMIN)}
+    return _members_page(request, team, membership)
+
+
+def _members_page(request, team, membership, *, invite_link: str = "", status: int = 200):
+    is_admin = membership.allows(Role.ADMIN)
+    rows = list(Membership.objects.for_team(team).select_related("user").order_by("user__username"))
+    admins = sum(1 for m in rows if m.role == Role.ADMIN)
+    context = {
+        "team": team,
+        "rows": rows,
+        "is_admin": is_admin,
+        "roles": Role.choices,
+        "last_admin": admins == 1,
+        "invite_link": invite_link,
+    }
+    if is_admin:
+        context["invitations"] = list(Invitation.objects.for_team(team).open().select_related("created_by"))
+        context["history"] = list(MembershipChange.objects.for_team(team).order_by("-created_at", "-id")[:50])
+    return render(request, "dreamweb/members.html", context, status=status)
+
+
+def _member_action(view):
+    """An admin's POST on the members page: the team by slug (404 outside it), the admin role (403), then the
+    service; a refusal is shown as a message. Returns to the members page."""
+
+    @login_required
+    @require_POST
+    def wrapper(request, slug: str, **kwargs):
+        team = _team_for_admin(request, slug)
+        try:
+            response = view(request, team, **kwargs)
+        except members_service.MemberError as exc:
+            messages.error(request, str(exc))
+            response = None
+        return response or redirect("members", slug=team.slug)
+
+    wrapper.__name__ = view.__name__
+    wrapper.__doc__ = view.__doc__
+    return wrapper
+
+
+@_member_action
+def add_member(request, team):
+    """Add an existing account by username or e-mail address."""
+    added = members_service.add_member(
+        team, by=request.user, identifier=request.POST.get("identifier", ""), role=request.POST.get("role", "")
     )
+    messages.success(
+        request, f"{added.user.get_username()} is now a {added.get_role_display().lower()} of {team.name}."
+    )
+
+
+@_member_action
+def invite_member(request, team):
+    """Make an invitation link (shown once, on the page this answers with)."""
+    invitation, token = members_service.create_invitation(
+        team, by=request.user, role=request.POST.get("role", ""), note=request.POST.get("note", "")
+    )
+    link = request.build_absolute_uri(reverse("join", args=[team.slug, token]))
+    membership = require_role(request.user, team, Role.ADMIN)
+    return _members_page(request, team, membership, invite_link=link, status=201)
+
+
+@_member_action
+def change_member_role(request, team, pk: int):
+    changed = members_service.change_role(team, by=request.user, membership_id=pk, role=request.POST.get("role", ""))
+    messages.success(request, f"{changed.user.get_username()} is now a {changed.get_role_display().lower()}.")
+
+
+@_member_action
+def remove_member(request, team, pk: int):
+    removed = members_service.remove_member(team, by=request.user, membership_id=pk)
+    messages.success(request, f"{removed.user.get_username()} was removed from {team.name}.")
+    if removed.user_id == request.user.pk:
+        return redirect("home")
+    return None
+
+
+@_member_action
+def revoke_invitation(request, team, pk: int):
+    members_service.revoke_invitation(team, by=request.user, invitation_id=pk)
+    messages.success(request, "Invitation revoked: its link no longer works.")
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def join(request, slug: str, token: str):
+    """Open an invitation link: sign in (or create an account) and join the team with the invitation's role. A link
+    that is unknown, used, revoked or expired is a 404, whoever opens it."""
+    invitation = members_service.open_invitation(slug, token)
+    if invitation is None:
+        raise Http404("No such invitation.")
+    signup = None
+    if request.method == "POST":
+        if not request.user.is_authenticated:
+            signup = UserCreationForm(request.POST)
+            if not signup.is_valid():
+                return render(request, "dreamweb/join.html", {"invitation": invitation, "signup": signup}, status=400)
+            user = signup.save()
+            auth_login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        try:
+            membership = members_service.accept_invitation(invitation, user=request.user)
+        except members_service.MemberError as exc:
+            messages.error(request, str(exc))
+            return redirect("home")
+        request.session[SESSION_TEAM] = membership.team_id
+        messages.success(
+            request, f"Welcome to {invitation.team.name}: you are a {membership.get_role_display().lower()}."
+        )
+        return redirect("reviews:queue")
+    if not request.user.is_authenticated:
+        signup = UserCreationForm()
+    return render(request, "dreamweb/join.html", {"invitation": invitation, "signup": signup})
