@@ -127,8 +127,19 @@ class CommaListField(forms.CharField):
         return sorted({item.strip() for item in text.split(",") if item.strip()})
 
 
+def analyzer_choices() -> list[tuple[str, str]]:
+    """The registered analyzers, by name, with what each one is (the select of the policy page)."""
+    described = {
+        "rules": "rules: deterministic, offline",
+        "openai": "openai: a language model"
+        + ("" if registry.openai_configured() else " (not configured here: dreams fall back to rules)"),
+    }
+    return [(name, described.get(name, name)) for name in registry.names()]
+
+
 class PolicyForm(forms.ModelForm):
     agents = CommaListField(required=False, help_text="Comma-separated agent names; empty: every agent.")
+    analyzer = forms.ChoiceField(choices=analyzer_choices, help_text="What reads each session during a dream.")
 
     class Meta:
         model = AutonomyPolicy
@@ -142,6 +153,18 @@ class PolicyForm(forms.ModelForm):
             "token_budget": "Token budget per dream",
             "schedule_enabled": "Dream on a schedule",
             "schedule_minutes": "Every (minutes)",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        names = ", ".join(registry.names())
+        self.fields["analyzer"].error_messages["invalid_choice"] = f"One of: {names}."
+
+    @classmethod
+    def labels(cls) -> dict[str, str]:
+        """Field name -> the label people read (the history and messages use them too)."""
+        return {
+            name: str(field.label or name.replace("_", " ").capitalize()) for name, field in cls.base_fields.items()
         }
 
     def clean_min_share(self):

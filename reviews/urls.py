@@ -19,4 +19,5 @@ urlpatterns = [
     path("runs/<int:pk>/rollback/", undo.run_rollback, name="run-rollback"),
     path("stores/<int:store_pk>/dream/", runs.dream_now, name="dream"),
     path("stores/<int:store_pk>/policy/", policy.policy, name="policy"),
+    path("stores/<int:store_pk>/policy/apply-pending/", policy.apply_pending, name="policy-apply-pending"),
 ]

@@ -372,7 +372,10 @@ def test_policy_page_admin_saves_and_history_shows_old_and_new(client, world):
     assert change.changes["mode"] == ["manual", "auto_low_risk"]
     assert change.changes["agents"] == [[], ["deploy-bot", "triage-bot"]]
     html = client.get(url).content.decode()
-    assert "<del>manual</del>" in html and "<ins>auto_low_risk</ins>" in html and "adam" in html
+    # People read the history: labels and descriptions, not field names and stored values.
+    assert "<del>Everything waits for a reviewer</del>" in html and "<ins>Apply low-risk changes at once</ins>" in html
+    assert "auto_low_risk" not in html.split("<h2>History</h2>")[1] and "adam" in html
+    assert "<del>every agent</del>" in html and "<ins>deploy-bot, triage-bot</ins>" in html
 
 
 def test_policy_form_rejects_bad_values(client, world):
