@@ -222,7 +222,7 @@ def invite_member(request, team):
 @_member_action
 def change_member_role(request, team, pk: int):
     changed = members_service.change_role(team, by=request.user, membership_id=pk, role=request.POST.get("role", ""))
-    messages.success(request, f"{changed.user.get_username()} is now a {changed.get_role_display().lower()}.")
+    messages.success(request, f"{changed.user.get_username()}'s role is now {changed.get_role_display()}.")
 
 
 @_member_action

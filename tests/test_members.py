@@ -139,7 +139,7 @@ def test_admin_changes_a_role_and_removes_through_the_page(client, world):
     client.force_login(world.adam)
     victor = _membership(world, world.victor)
     response = client.post(reverse("member-role", args=["team-a", victor.pk]), {"role": "reviewer"}, follow=True)
-    assert "victor is now a reviewer" in response.content.decode()
+    assert "victor&#x27;s role is now Reviewer" in response.content.decode()
     adam = _membership(world, world.adam)
     response = client.post(reverse("member-role", args=["team-a", adam.pk]), {"role": "viewer"}, follow=True)
     assert "last admin" in response.content.decode()

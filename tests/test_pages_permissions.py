@@ -91,7 +91,66 @@ ACTIONS = [
         "admin",
     ),
 ]
-POST_ONLY = {"approve", "reject", "revert", "dream", "revoke"}
+
+
+def _viewer_membership(o) -> int:
+    from dreamweb.models import Membership
+
+    return Membership.objects.filter(team=o.team, role="viewer").values_list("pk", flat=True).first() or 0
+
+
+def _invitation(o) -> int:
+    from dreamweb.members import create_invitation
+
+    return create_invitation(o.team, by=None, role="viewer")[0].pk
+
+
+ACTIONS += [
+    (
+        "member-add",
+        lambda o: reverse("member-add", args=[o.team.slug]),
+        lambda o: {"identifier": "x", "role": "viewer"},
+        "admin",
+    ),
+    ("member-invite", lambda o: reverse("member-invite", args=[o.team.slug]), lambda o: {"role": "viewer"}, "admin"),
+    (
+        "member-role",
+        lambda o: reverse("member-role", args=[o.team.slug, _viewer_membership(o)]),
+        lambda o: {"role": "reviewer"},
+        "admin",
+    ),
+    (
+        "member-remove",
+        lambda o: reverse("member-remove", args=[o.team.slug, _viewer_membership(o)]),
+        lambda o: {},
+        "admin",
+    ),
+    (
+        "invitation-revoke",
+        lambda o: reverse("invitation-revoke", args=[o.team.slug, _invitation(o)]),
+        lambda o: {},
+        "admin",
+    ),
+    (
+        "policy-apply-pending",
+        lambda o: reverse("reviews:policy-apply-pending", args=[o.store.pk]),
+        lambda o: {},
+        "admin",
+    ),
+]
+POST_ONLY = {
+    "approve",
+    "reject",
+    "revert",
+    "dream",
+    "revoke",
+    "member-add",
+    "member-invite",
+    "member-role",
+    "member-remove",
+    "invitation-revoke",
+    "policy-apply-pending",
+}
 
 RANK = {"viewer": 1, "reviewer": 2, "admin": 3}
 PERSONA_ROLE = {"victor": "viewer", "alice": "reviewer", "adam": "admin"}
