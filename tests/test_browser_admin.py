@@ -85,7 +85,8 @@ def test_invite_a_member_and_change_a_role_in_the_browser(browser, page, live_se
     finally:
         guest.close()
 
-    page.reload()
+    page.goto(f"{live_server.url}/teams/{world.team_a.slug}/members/")  # not a reload: that would post again
+    expect()(page.locator("text=Open invitations")).to_have_count(0)  # the link was used
     row = page.locator("tr", has_text="erin")
     expect()(row.locator("select")).to_have_value("reviewer")
     row.locator("select").select_option("admin")
