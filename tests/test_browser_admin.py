@@ -180,3 +180,20 @@ def test_dark_mode_and_contrast_of_event_anchors(browser, live_server, world, qu
             shoot(page, "dark-session.png")
     finally:
         context.close()
+
+
+def test_branded_404_and_the_no_team_page(page, live_server, world):
+    from tests.factories import UserFactory
+
+    sign_in(page, live_server, "alice")
+    response = page.goto(f"{live_server.url}/memory/entries/987654/")
+    assert response.status == 404
+    expect()(page.locator("h1")).to_have_text("Not found")
+    expect()(page.locator("nav.mainnav").get_by_role("link", name="Skills")).to_be_visible()
+    shoot(page, "error-404.png")
+    UserFactory(username="root", is_superuser=True, is_staff=True)
+    page.get_by_role("button", name="Sign out").click()
+    sign_in_as(page, live_server, "root")
+    expect()(page.locator("h1")).to_have_text("You are not in a team yet")
+    expect()(page.get_by_role("link", name="Create a team")).to_be_visible()
+    shoot(page, "no-team.png")
