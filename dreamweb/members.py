@@ -15,7 +15,6 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from . import rls
@@ -169,10 +168,7 @@ def accept_invitation(invitation: Invitation, *, user) -> Membership:
     team = invitation.team
     with rls.team_scope(team.pk), transaction.atomic():
         claimed = (
-            Invitation.objects.open()
-            .filter(pk=invitation.pk)
-            .filter(Q(accepted_at__isnull=True))
-            .update(accepted_at=timezone.now(), accepted_by=user)
+            Invitation.objects.open().filter(pk=invitation.pk).update(accepted_at=timezone.now(), accepted_by=user)
         )
         if claimed != 1:
             raise MemberError("This invitation was already used, revoked or has expired.")
