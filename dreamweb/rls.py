@@ -94,7 +94,8 @@ def disable_sql(table: str) -> str:
 
 
 def rls_operations(*tables: str, column: str = "team_id") -> list:
-    """Migration operations that put the policy on the given tables (PostgreSQL only)."""
+    """Migration operations that create the policy's functions in their first form and put the policy on the given
+    tables (PostgreSQL only): for the migrations written before dreamweb 0004; a new one uses ``enable_operations``."""
     from django.db import migrations
 
     def forward(apps, schema_editor):
@@ -109,6 +110,27 @@ def rls_operations(*tables: str, column: str = "team_id") -> list:
             return
         for table in tables:
             schema_editor.execute(disable_sql(table))
+
+    return [migrations.RunPython(forward, backward)]
+
+
+def enable_operations(*tables: str, column: str = "team_id") -> list:
+    """Migration operations that put the policy on tables added after the functions exist (PostgreSQL only).
+
+    Use this, not ``rls_operations``, in a new migration: that one also (re)creates the policy's functions in their
+    first form, which would undo the wall of dreamweb migration 0004 (the application role could then widen its scope
+    with '*')."""
+    from django.db import migrations
+
+    def forward(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            for table in tables:
+                schema_editor.execute(enable_sql(table, column))
+
+    def backward(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            for table in tables:
+                schema_editor.execute(disable_sql(table))
 
     return [migrations.RunPython(forward, backward)]
 

@@ -8,7 +8,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-from dreamweb.rls import rls_operations
+from dreamweb.rls import enable_operations
 
 
 class Migration(migrations.Migration):
@@ -139,5 +139,5 @@ class Migration(migrations.Migration):
                 "indexes": [models.Index(fields=["team", "-created_at"], name="membershipchange_team_time")],
             },
         ),
-        *rls_operations("dreamweb_invitation", "dreamweb_membershipchange"),
+        *enable_operations("dreamweb_invitation", "dreamweb_membershipchange"),
     ]
