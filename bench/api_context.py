@@ -161,7 +161,7 @@ def start_server(db: str, port: int, workers: int, worker_class: str, threads: i
     if worker_class == "gthread":
         cmd += ["--threads", str(threads)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
-    deadline = time.time() + 30
+    deadline = time.time() + 180  # a loaded machine boots five Django workers slowly
     while time.time() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
