@@ -1011,3 +1011,30 @@ def _key_hint(c: Cluster) -> str:
         return "where-" + nz.slug(f.get("location") or f.get("query") or "", 40)
     words = [w for w in nz.words(_note_text(c)) if w not in nz.STOPWORDS][:5]
     return "note-" + nz.slug(" ".join(words), 40)
+
+
+# --- effectiveness: one finding against the memory -------------------------------------------------------------------
+
+# The families whose finding is a mistake made again (a wrong command, a correction, a hunt for something known, a
+# failing check, a guessed path); notes are knowledge, not mistakes.
+MISTAKE_FAMILIES = frozenset({"fix", "pref", "where", "check", "guess"})
+
+
+def signal_key(f: dict) -> str:
+    """A finding's grouping identity (family and normalised key), equal across sessions for one pattern: how a
+    lesson born from a finding recognises the same mistake in a later session."""
+    fam = family_of(f)
+    key = nz.collapse(str(f.get("key") or "")).lower() or nz.content_key(f.get("summary") or "")
+    return f"{fam}:{key}"
+
+
+def lesson_match(f: dict, index: MemoryIndex, agent: str | None = None) -> tuple[str, Entry | None]:
+    """What the memory says of one finding, with the same tests the aggregation uses: ('known', entry) when an
+    entry already holds the lesson (the mistake recurred although memory has it), ('stale', entry) when an entry
+    says what the finding corrects, ('new', None) otherwise or when the finding is no mistake."""
+    fam = family_of(f)
+    if fam not in MISTAKE_FAMILIES:
+        return "new", None
+    bucket = Bucket(fam, signal_key(f).split(":", 1)[1], [(0, f)])
+    state, entry, _ = _known_or_stale(Cluster(fam, [bucket], [0], [(0, f)]), index, agent)
+    return state, entry

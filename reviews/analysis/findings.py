@@ -14,6 +14,20 @@ TRUST_ORDER = ("user", "agent", "tool", "web")
 EXCERPT_CHARS = 300
 
 
+# The flag of a stored finding that repeats served memory (AnalysisResult.served_findings).
+SERVED = "served"
+
+
+def stored_findings(result: AnalysisResult) -> list[dict]:
+    """What a session analysis stores: its findings, then the recurrences of served lessons flagged SERVED."""
+    return list(result.findings) + [{**f, SERVED: True} for f in getattr(result, "served_findings", None) or ()]
+
+
+def evidence_findings(findings) -> list[dict]:
+    """The stored findings that are evidence for proposals: those that do not repeat served memory."""
+    return [f for f in findings or () if isinstance(f, dict) and not f.get(SERVED)]
+
+
 def lowest_trust(trusts) -> str:
     ranks = [TRUST_ORDER.index(t) for t in trusts if t in TRUST_ORDER]
     return TRUST_ORDER[max(ranks)] if ranks else "agent"
@@ -59,6 +73,9 @@ class AnalysisResult:
     findings: list[dict] = field(default_factory=list)
     tokens_input: int = 0
     tokens_output: int = 0
+    # Mistakes made again although the memory served into the session says the fix: never evidence for a proposal
+    # (dreams do not eat dreams), but what memory effectiveness counts. Stored among the findings with SERVED set.
+    served_findings: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)

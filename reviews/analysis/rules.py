@@ -199,6 +199,9 @@ class _Served:
     def __init__(self, served):
         self.texts = [nz.collapse(s).lower() for s in served or () if s]
         self.sets = [(nz.salient(s), nz.anchors(s)) for s in self.texts]
+        # Mistakes made again although the served memory says the fix: no new evidence for that memory, but what
+        # effectiveness counts (AnalysisResult.served_findings).
+        self.recurred: list[dict] = []
 
     def has_command(self, cmd: str) -> bool:
         c = nz.collapse(cmd).lower()
@@ -423,8 +426,7 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
             if between and (a.pos, between[0].pos) not in used:
                 fix = between[0]
                 used.add((a.pos, fix.pos))
-                if not served.has_command(fix.arg):
-                    out.append(_finding_retry(a, fix, err, sig))
+                (served.recurred if served.has_command(fix.arg) else out).append(_finding_retry(a, fix, err, sig))
             continue
         for b in window:
             if b.name != a.name or _other_file(a, b) or (a.is_search and _search_term(b) != _search_term(a)):
@@ -439,8 +441,7 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
                 if (a.pos, b.pos) in used:
                     break
                 used.add((a.pos, b.pos))
-                if not served.has_command(b.arg):
-                    out.append(_finding_corrected(a, b, err, sig))
+                (served.recurred if served.has_command(b.arg) else out).append(_finding_corrected(a, b, err, sig))
                 break
         if not fixed and window:
             # The very next action, of the same tool, is something else that worked (`yarn build` fails, then
@@ -463,11 +464,10 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
             ):
                 fixed = True
                 used.add((a.pos, b.pos))
-                if not served.has_command(b.arg):
-                    f = _finding_corrected(a, b, err, sig)
-                    f["confidence"] = 0.5
-                    f["loose"] = True
-                    out.append(f)
+                f = _finding_corrected(a, b, err, sig)
+                f["confidence"] = 0.5
+                f["loose"] = True
+                (served.recurred if served.has_command(b.arg) else out).append(f)
         if not fixed:
             out.append(
                 make_finding(
@@ -732,11 +732,9 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
         if not (named or unnamed):
             continue
         old_key, new_key = said_old or sorted(old_only), said_new or sorted(new_only)
-        if served.has_words(new_key) and served.has_words(old_key):
-            continue
-        if served.has_command(b.text):
-            continue
-        used.add((a.pos, b.pos))
+        repeats_served = (served.has_words(new_key) and served.has_words(old_key)) or served.has_command(b.text)
+        if not repeats_served:
+            used.add((a.pos, b.pos))
         # Name the choices in the user's words when they used any; else the commands say it.
         if said_new:
             fmt_new = ", ".join(f"`{t}`" for t in said_new)
@@ -746,7 +744,7 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
             lesson = f"Do not use {', '.join(f'`{t}`' for t in said_old)}: run `{b.text}` instead of `{a.text}`"
         else:
             lesson = f"Run `{b.text}` instead of `{a.text}`"
-        out.append(
+        (served.recurred if repeats_served else out).append(
             make_finding(
                 "correction",
                 f"pref:{','.join(old_key)}=>{','.join(new_key)}",
@@ -919,13 +917,12 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
             # agent's next step says where it really is (`cat support/escalation.md`).
             full = next((t.strip("'\"") for t in nz.command_tokens(b.arg) if hit in t), hit)
             hit = full if len(full) > len(hit) else hit
-            if served.has_command(hit):
-                break
             if not _distinctive(_search_term(a), hit):
                 break  # listing everything under a folder or of a file type is not looking for one thing
             sought = f"{hit} {_search_term(a)}"
             missed = [m for m in actions[max(0, a.pos - HUNT) : a.pos] if _missed(m) and _related(_target(m), sought)]
-            out.append(_where(a, b, hit, _search_term(a), _line_with(a.output, hit), missed))
+            found = _where(a, b, hit, _search_term(a), _line_with(a.output, hit), missed)
+            (served.recurred if served.has_command(hit) else out).append(found)
             break
     for b in actions:
         # Straight to the right place after a wrong one: `read pinmux.h` (no such file) ... `read board.dts`.
@@ -941,10 +938,9 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
             continue
         consumed.update({b.pos} | {m.pos for m in missed})
         hit = b.arg.strip()
-        if served.has_command(hit):
-            continue
         first = next((ln.strip() for ln in b.output.splitlines() if len(nz.words(ln)) >= 2), "")
-        out.append(_where(missed[0], b, hit, _target(missed[0]), first, missed))
+        found = _where(missed[0], b, hit, _target(missed[0]), first, missed)
+        (served.recurred if served.has_command(hit) else out).append(found)
     return out
 
 
@@ -1171,7 +1167,7 @@ def analyze(doc: dict, served=()) -> AnalysisResult:
     findings += _notes(notes, actions, srv)
     findings += _injections(actions)
     # Nothing that looks like a secret leaves the analyzer, whatever signal it rode in on.
-    for f in findings:
+    for f in [*findings, *srv.recurred]:
         if f["kind"] == "secret":
             continue
         f["summary"] = redact(f["summary"])
@@ -1180,4 +1176,4 @@ def analyze(doc: dict, served=()) -> AnalysisResult:
                 f[k] = redact(f[k])
         for e in f["evidence"]:
             e["excerpt"] = redact(e["excerpt"])
-    return AnalysisResult(findings=findings)
+    return AnalysisResult(findings=findings, served_findings=srv.recurred)

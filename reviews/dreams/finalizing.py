@@ -33,7 +33,7 @@ from .. import evidence
 # The module, not its function: looked up when a run finalizes (tests replace aggregate.aggregate).
 from ..analysis import aggregate as aggregate_mod
 from ..analysis import registry
-from ..analysis.findings import AggregateResult, SessionFindings
+from ..analysis.findings import AggregateResult, SessionFindings, evidence_findings
 from ..analysis.risk import is_poisoned
 from ..models import (
     AnalysisStatus,
@@ -67,7 +67,9 @@ def _session_findings(run: DreamRun) -> list:
         .order_by("id")
         .values_list("session_id", "session__external_id", "session__agent", "session__task", "findings")
     )
-    return [SessionFindings(sid, eid, agent, task, list(findings or [])) for sid, eid, agent, task, findings in rows]
+    return [
+        SessionFindings(sid, eid, agent, task, evidence_findings(findings)) for sid, eid, agent, task, findings in rows
+    ]
 
 
 @dataclass

@@ -20,6 +20,7 @@ from memory.models import AgentSession
 from memory.sessions import session_document
 
 from ..analysis import registry
+from ..analysis.findings import stored_findings
 from ..models import AnalysisStatus, DreamRun, RunStatus, SessionAnalysis
 from .finalizing import finalize_run
 from .queue import TASK_OPTIONS, backoff, enqueue, run_info
@@ -159,7 +160,7 @@ def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: boo
             else:
                 result.update(
                     status=AnalysisStatus.DONE,
-                    findings=list(analysis.findings),
+                    findings=stored_findings(analysis),
                     tokens_input=int(analysis.tokens_input or 0),
                     tokens_output=int(analysis.tokens_output or 0),
                 )

@@ -1,0 +1,113 @@
+"""Memory effectiveness on a hand-built history: times and sessions served, ratings, and the recurrence of a
+lesson's mistake in sessions served it or not, before and after it went live, with the counts behind each rate."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory import effectiveness as eff
+from reviews import effectiveness
+from reviews.analysis.rules import analyze
+
+from .effectiveness_history import LESSON, build, rate, serve
+from .factories import SessionFactory, StoreFactory
+
+pytestmark = pytest.mark.all_teams
+
+
+def by_key(effects):
+    return {e.key: e for e in effects}
+
+
+def test_counts_on_a_hand_built_history(db):
+    h = build(StoreFactory())
+    serve(h.store, SessionFactory(team=h.store.team), [h.lesson])  # a serve whose session was never analysed
+    rate(h.lesson, True, True, False)
+    effects = by_key(effectiveness.store_effects(h.store))
+    e = effects["release-command"]
+    assert (e.times_served, e.sessions_served) == (5, 5)
+    assert (e.ratings.count, e.ratings.up, e.ratings.down) == (3, 2, 1)
+    assert (e.before.k, e.before.n) == (3, 4)
+    assert (e.served.k, e.served.n) == (1, 4)  # the one recurrence repeats served memory (flagged): still counted
+    assert (e.not_served.k, e.not_served.n) == (2, 3)
+    assert [m.external_id for m in e.misses] and all(m.agent == "ops-bot" for m in e.misses)
+    assert len(e.misses) == 2
+    assert e.verdict == eff.HELPFUL
+    assert "1 of 4 served sessions vs 2 of 3 not served" in e.reason
+    unused = effects["unused-tip"]
+    assert (unused.times_served, unused.sessions_served) == (0, 0)
+    assert (unused.served.n, unused.not_served.n, unused.before.n) == (0, 7, 4)
+    assert unused.not_served.k == 0  # another entry's mistake is not its mistake
+    assert unused.verdict == eff.NEVER_SERVED
+
+
+def test_no_effect_when_the_mistake_recurs_as_often_when_served(db):
+    h = build(StoreFactory(), served=(True, True, False, False), not_served=(True, False, True, False))
+    e = by_key(effectiveness.store_effects(h.store))["release-command"]
+    assert (e.served.k, e.served.n, e.not_served.k, e.not_served.n) == (2, 4, 2, 4)
+    assert e.verdict == eff.NO_EFFECT
+
+
+def test_before_live_is_the_baseline_when_too_few_sessions_were_not_served(db):
+    h = build(StoreFactory(), not_served=(True,))
+    e = by_key(effectiveness.store_effects(h.store))["release-command"]
+    assert e.baseline[0] == "before it went live"
+    assert e.verdict == eff.HELPFUL
+
+
+def test_rated_down_is_contradicted_and_few_sessions_is_unmeasured(db):
+    h = build(StoreFactory(), served=(False,), not_served=())
+    rate(h.lesson, False, False)
+    e = by_key(effectiveness.store_effects(h.store))["release-command"]
+    assert e.verdict == eff.CONTRADICTED and "rated down" in e.reason
+    h2 = build(StoreFactory(), served=(False,), not_served=(), before=())
+    e2 = by_key(effectiveness.store_effects(h2.store))["release-command"]
+    assert e2.verdict == eff.UNMEASURED
+
+
+def test_a_lesson_born_from_a_finding_recognises_it_by_its_key(db):
+    """An entry whose words share nothing with the finding is still its lesson when its version names the finding's
+    session and event as evidence (what a dream's proposal writes)."""
+    from memory.models import MemoryVersion
+
+    h = build(StoreFactory(), before=(True, True, False), served=(False, False, False), not_served=())
+    h.lesson.content = "Ship through the release target."  # no command words the matcher could find
+    h.lesson.save()
+    first = next(a for a in h.run.analyses.all() if a.findings[0]["key"].startswith("cmd:make deploy"))
+    MemoryVersion.objects.filter(entry=h.lesson).update(
+        evidence=[{"session_id": first.session_id, "event_index": 1, "excerpt": "make deploy"}]
+    )
+    e = by_key(effectiveness.store_effects(h.store))["release-command"]
+    assert (e.before.k, e.before.n) == (2, 3)
+    assert e.verdict == eff.HELPFUL
+
+
+def test_rules_analyzer_keeps_a_served_lessons_recurrence_apart():
+    doc = {
+        "external_id": "x",
+        "agent": "a",
+        "events": [
+            {"type": "tool_call", "id": "a", "name": "bash", "arguments": {"command": "make deploy"}},
+            {
+                "type": "tool_result",
+                "call_id": "a",
+                "content": "make: *** No rule to make target 'deploy'.",
+                "exit_code": 2,
+                "is_error": True,
+            },
+            {"type": "tool_call", "id": "b", "name": "bash", "arguments": {"command": "make release"}},
+            {"type": "tool_result", "call_id": "b", "content": "Released.", "exit_code": 0},
+        ],
+    }
+    fresh = analyze(doc)
+    assert [f["kind"] for f in fresh.findings] == ["corrected_command"] and not fresh.served_findings
+    again = analyze(doc, served=[LESSON])
+    assert again.findings == []  # no new evidence for the served lesson
+    assert [f["key"] for f in again.served_findings] == [fresh.findings[0]["key"]]
+
+
+def test_overview_counts_each_verdict(db):
+    h = build(StoreFactory())
+    o = eff.overview(effectiveness.store_effects(h.store))
+    assert o.total == 2 and o.counts[eff.HELPFUL] == 1 and o.counts[eff.NEVER_SERVED] == 1
+    assert {b["verdict"]: b["pct"] for b in o.bars}[eff.HELPFUL] == 100
