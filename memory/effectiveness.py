@@ -113,6 +113,15 @@ class Effect:
         return VERDICT_LABELS[self.verdict]
 
     @property
+    def rates(self) -> list[tuple[str, str, Rate]]:
+        """The three recurrence rates in reading order, named (for the chart)."""
+        return [
+            ("before", "before live", self.before),
+            ("served", "served it", self.served),
+            ("not_served", "not served it", self.not_served),
+        ]
+
+    @property
     def baseline(self) -> tuple[str, Rate] | None:
         """What the served sessions are compared with: the sessions not served it since it went live when there are
         enough of them, else the sessions before it went live."""

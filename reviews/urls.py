@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import decisions, policy, queue, runs, undo
+from .views import decisions, effectiveness, policy, queue, runs, undo
 
 app_name = "reviews"
 urlpatterns = [
@@ -20,4 +20,6 @@ urlpatterns = [
     path("stores/<int:store_pk>/dream/", runs.dream_now, name="dream"),
     path("stores/<int:store_pk>/policy/", policy.policy, name="policy"),
     path("stores/<int:store_pk>/policy/apply-pending/", policy.apply_pending, name="policy-apply-pending"),
+    path("stores/<int:store_pk>/effectiveness/", effectiveness.store_effectiveness, name="effectiveness"),
+    path("entries/<int:pk>/effectiveness/", effectiveness.entry_effectiveness, name="entry-effectiveness"),
 ]
