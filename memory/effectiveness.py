@@ -54,6 +54,9 @@ class SessionSignal:
     contradicted: frozenset = frozenset()
     # The words the session used about each recurred mistake (entry id -> words), for a rewording.
     words: dict = field(default_factory=dict, hash=False, compare=False)
+    # Where it shows (entry id -> (event index, excerpt)), and the session's id: evidence for a proposal.
+    evidence: dict = field(default_factory=dict, hash=False, compare=False)
+    session_id: int | None = None
 
 
 @dataclass
@@ -105,6 +108,8 @@ class Effect:
     contradicted_sessions: int = 0
     # Retrieval misses: sessions after the entry went live, not served it, in which its mistake recurred.
     misses: list[SessionSignal] = field(default_factory=list)
+    # Sessions served it in which its mistake recurred all the same.
+    served_recurrences: list[SessionSignal] = field(default_factory=list)
     verdict: str = UNMEASURED
     reason: str = ""
 
@@ -288,6 +293,8 @@ def measure(
                 continue
             if sig.external_id in s.sessions:
                 e.served.add(hit)
+                if hit:
+                    e.served_recurrences.append(sig)
                 e.contradicted_sessions += int(entry.pk in sig.contradicted)
             else:
                 e.not_served.add(hit)

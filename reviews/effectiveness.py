@@ -89,10 +89,11 @@ def session_signals(store: MemoryStore, entries: list[MemoryEntry] | None = None
         [{"key": str(e.pk), "content": e.content, "content_hash": e.content_hash, "origin": e.origin} for e in entries]
     )
     signals = []
-    for _, external_id, agent, task, at, findings in analyses:
+    for sid, external_id, agent, task, at, findings in analyses:
         recurred: set[int] = set()
         contradicted: set[int] = set()
         words: dict[int, list[str]] = defaultdict(list)
+        where: dict[int, tuple[int, str]] = {}
         for f in findings:
             hit = set(lesson_keys.get(signal_key(f), ()))
             state, entry = lesson_match(f, index)
@@ -101,8 +102,10 @@ def session_signals(store: MemoryStore, entries: list[MemoryEntry] | None = None
             elif entry is not None and state == "stale":
                 contradicted.add(int(entry.key))
             recurred |= hit
+            first = next(iter(f.get("evidence") or ()), {})
             for entry_id in hit:
                 words[entry_id] += _words_of(f)
+                where.setdefault(entry_id, (int(first.get("event_index") or 0), str(first.get("excerpt") or "")))
         signals.append(
             SessionSignal(
                 external_id=external_id,
@@ -112,6 +115,8 @@ def session_signals(store: MemoryStore, entries: list[MemoryEntry] | None = None
                 recurred=frozenset(recurred),
                 contradicted=frozenset(contradicted - recurred),
                 words=dict(words),
+                evidence=where,
+                session_id=sid,
             )
         )
     return signals

@@ -153,12 +153,17 @@ class PolicyForm(forms.ModelForm):
             "token_budget": "Token budget per dream",
             "schedule_enabled": "Dream on a schedule",
             "schedule_minutes": "Every (minutes)",
+            "forget_after_days": "Propose archiving entries unused for (days; 0: never)",
+            "removal_risk": "Risk of a proposed removal",
         }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         names = ", ".join(registry.names())
         self.fields["analyzer"].error_messages["invalid_choice"] = f"One of: {names}."
+        # Forms posted before forgetting existed leave these out: the policy keeps its values.
+        for name in ("forget_after_days", "removal_risk"):
+            self.fields[name].required = False
 
     @classmethod
     def labels(cls) -> dict[str, str]:
@@ -166,6 +171,13 @@ class PolicyForm(forms.ModelForm):
         return {
             name: str(field.label or name.replace("_", " ").capitalize()) for name, field in cls.base_fields.items()
         }
+
+    def clean_forget_after_days(self):
+        value = self.cleaned_data.get("forget_after_days")
+        return self.instance.forget_after_days if value is None else value
+
+    def clean_removal_risk(self):
+        return self.cleaned_data.get("removal_risk") or self.instance.removal_risk
 
     def clean_min_share(self):
         value = self.cleaned_data["min_share"]

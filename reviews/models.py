@@ -21,6 +21,12 @@ class PolicyMode(models.TextChoices):
     AUTONOMOUS = "autonomous", "Apply all but high-risk changes"
 
 
+class Risk(models.TextChoices):
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
 class AutonomyPolicy(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     store = models.OneToOneField(MemoryStore, on_delete=models.CASCADE, related_name="policy")
@@ -35,6 +41,10 @@ class AutonomyPolicy(models.Model):
     schedule_enabled = models.BooleanField(default=False)
     schedule_minutes = models.PositiveIntegerField(default=24 * 60, help_text="Dream every N minutes.")
     analyzer = models.CharField(max_length=20, default="rules")
+    # Forgetting (reviews.analysis.forgetting): entries not served for this many days are proposed for archiving
+    # (0: never for that reason); a removal's risk (high by default: it never applies without a person).
+    forget_after_days = models.PositiveIntegerField(default=30, help_text="Propose archiving entries unused this long.")
+    removal_risk = models.CharField(max_length=10, choices=Risk.choices, default=Risk.HIGH)
     last_scheduled_at = models.DateTimeField(null=True, blank=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -249,12 +259,6 @@ class ProposalOperation(models.TextChoices):
     UPDATE = "update", "Update"
     REMOVE = "remove", "Remove"
     MERGE = "merge", "Merge"
-
-
-class Risk(models.TextChoices):
-    LOW = "low", "Low"
-    MEDIUM = "medium", "Medium"
-    HIGH = "high", "High"
 
 
 class ProposalStatus(models.TextChoices):

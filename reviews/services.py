@@ -307,6 +307,8 @@ POLICY_FIELDS = (
     "schedule_enabled",
     "schedule_minutes",
     "analyzer",
+    "forget_after_days",
+    "removal_risk",
 )
 
 

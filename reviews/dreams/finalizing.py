@@ -52,6 +52,7 @@ from .queue import TASK_OPTIONS, run_info
 from .reports import build_report, draft_report
 from .selection import get_policy
 from .skills import skill_proposals
+from .upkeep import upkeep_proposals
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
 log = logging.getLogger("reviews.dreams")
@@ -309,6 +310,7 @@ def _aggregate(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> tuple[A
         allowed_hosts=list(run.team.allowed_hosts or []),
     )
     result.proposals += skill_proposals(run, sessions, policy, skills)
+    result.proposals += upkeep_proposals(run, policy, sessions_analysed=len(sessions))
     memory_hash = snapshot_hash((m["key"], m["scope_agent"], m["scope_task"], m["content_hash"]) for m in memory)
     return result, memory_hash
 

@@ -1,0 +1,131 @@
+"""Forgetting through review: a dream proposes `remove` (archive) for entries never served in N days, rated down,
+or without effect, each with its figures; high risk unless the policy lowers it; pinned entries never."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.effectiveness import Effect, Rate, Ratings
+from memory.models import EntryStatus, MemoryEntry, MemoryVersion
+from reviews import dreams, effectiveness
+from reviews.analysis.forgetting import RATED_DOWN, UNUSED, removal_drafts
+from reviews.models import AutonomyPolicy, PolicyMode, Proposal, ProposalStatus
+
+from .dream_sessions import ingest, noise, session_doc
+from .effectiveness_history import build, rate
+from .factories import StoreFactory, make_entry
+from .scoping import no_scope
+
+pytestmark = pytest.mark.all_teams
+
+
+@pytest.fixture
+def cycle(django_capture_on_commit_callbacks):
+    def run(store, **kwargs):
+        with no_scope(), django_capture_on_commit_callbacks(execute=True):
+            started = dreams.start_run(store, **kwargs)
+        started.refresh_from_db()
+        return started
+
+    return run
+
+
+def age(entry, days: int) -> None:
+    MemoryVersion.objects.filter(entry=entry).update(created_at=timezone.now() - timedelta(days=days))
+
+
+def effect(**kw) -> Effect:
+    now = timezone.now()
+    base = dict(
+        entry_id=1,
+        key="tip",
+        status="active",
+        live_from=now - timedelta(days=90),
+        scope_agent=None,
+        scope_task=None,
+    )
+    base.update(kw)
+    return Effect(**base)
+
+
+def drafts(*effects, days=30, risk="high"):
+    return removal_drafts(
+        effects,
+        content_hashes={e.key: "h" for e in effects},
+        now=timezone.now(),
+        unused_days=days,
+        risk=risk,
+        sessions_analysed=10,
+    )
+
+
+def test_a_dream_proposes_archiving_a_never_served_entry_with_its_figures(db, cycle):
+    store = StoreFactory()
+    old = make_entry(store, key="office-plants", content="The office plants are watered on Fridays.")
+    age(old, 45)
+    fresh = make_entry(store, key="fresh-tip", content="Builds run on the new runners since Monday.")
+    ingest(store.team, [session_doc(f"n-{i}", noise(i), minute=i) for i in range(3)])
+    AutonomyPolicy.objects.create(team=store.team, store=store, mode=PolicyMode.AUTONOMOUS)
+    run = cycle(store)
+    removals = list(Proposal.objects.filter(run=run, operation="remove"))
+    assert [p.targets for p in removals] == [["office-plants"]]  # the fresh one is not 30 days old yet
+    p = removals[0]
+    assert p.kind == UNUSED and p.risk == "high" and p.content is None
+    assert p.status == ProposalStatus.PENDING  # high risk: never applied without a person, whatever the policy
+    assert "Not served in the last 30 days: never served" in p.rationale
+    assert "served 0 times to 0 sessions" in p.rationale
+    assert p.target_hashes == {"office-plants": old.content_hash}
+    assert MemoryEntry.objects.get(pk=old.pk).status == EntryStatus.ACTIVE
+    assert fresh.key not in str([q.targets for q in Proposal.objects.filter(run=run)])
+
+
+def test_a_policy_may_lower_the_risk_of_removal_and_then_it_applies(db, cycle):
+    store = StoreFactory()
+    old = make_entry(store, key="office-plants", content="The office plants are watered on Fridays.")
+    age(old, 45)
+    ingest(store.team, [session_doc("n-1", noise(1))])
+    AutonomyPolicy.objects.create(
+        team=store.team, store=store, mode=PolicyMode.AUTONOMOUS, removal_risk="medium", forget_after_days=30
+    )
+    run = cycle(store)
+    p = Proposal.objects.get(run=run, operation="remove")
+    assert p.risk == "medium" and p.status == ProposalStatus.APPLIED
+    assert MemoryEntry.objects.get(pk=old.pk).status == EntryStatus.ARCHIVED
+    version = MemoryVersion.objects.filter(entry=old).order_by("-number").first()
+    assert version.operation == "archive" and version.proposal_id == p.pk
+
+
+def test_a_served_entry_and_zero_days_are_never_proposed_as_unused():
+    now = timezone.now()
+    assert drafts(effect(times_served=3, sessions_served=3, last_served_at=now - timedelta(days=2))) == []
+    assert drafts(effect(), days=0) == []
+    old_serve = drafts(effect(times_served=3, sessions_served=2, last_served_at=now - timedelta(days=40)))
+    assert "last served" in old_serve[0].rationale and "3 times to 2 sessions" in old_serve[0].rationale
+
+
+def test_pinned_entries_are_never_proposed_for_removal():
+    rated_down = Ratings(count=4, up=0, down=4, mean=-1.0)
+    no_effect = dict(verdict="no_effect", served=Rate(2, 4), not_served=Rate(2, 4), times_served=4)
+    assert drafts(effect(pinned=True), effect(key="b", pinned=True, ratings=rated_down)) == []
+    assert drafts(effect(key="c", pinned=True, **no_effect)) == []
+    assert [d.targets for d in drafts(effect(), effect(key="b", ratings=rated_down))] == [["tip"], ["b"]]
+    assert drafts(effect(status="archived")) == []
+
+
+def test_rated_down_and_no_effect_entries_are_proposed_with_their_evidence(db):
+    h = build(StoreFactory(), served=(True, True, False, False), not_served=(True, False, True, False))
+    rate(h.lesson, False, False, True)
+    effects = effectiveness.store_effects(h.store)
+    lesson = next(e for e in effects if e.key == "release-command")
+    (d,) = drafts(lesson)
+    assert d.kind == RATED_DOWN and "mean -0.33 from 3 ratings" in d.rationale
+    h2 = build(StoreFactory(), served=(True, True, False, False), not_served=(True, False, True, False))
+    lesson2 = next(e for e in effectiveness.store_effects(h2.store) if e.key == "release-command")
+    (d2,) = drafts(lesson2)
+    assert d2.kind == "no_effect"
+    assert "recurred in 2 of 4 sessions served it, against 2 of 4 not served it" in d2.rationale
+    assert len(d2.evidence) == 2 and d2.prevalence_sessions == 2
+    assert {e["excerpt"] for e in d2.evidence} == {"make deploy"}
