@@ -106,7 +106,8 @@ class Effect:
     served: Rate = field(default_factory=Rate)
     not_served: Rate = field(default_factory=Rate)
     contradicted_sessions: int = 0
-    # Retrieval misses: sessions after the entry went live, not served it, in which its mistake recurred.
+    # Retrieval misses: sessions after the entry went live that asked the store for context but were not served it,
+    # in which its mistake recurred.
     misses: list[SessionSignal] = field(default_factory=list)
     # Sessions served it in which its mistake recurred all the same.
     served_recurrences: list[SessionSignal] = field(default_factory=list)
@@ -193,15 +194,20 @@ class Served:
     last: datetime | None = None
 
 
-def serves_by_entry(store: MemoryStore, entry_ids: Iterable[int] | None = None) -> dict[int, Served]:
+def serves_by_entry(
+    store: MemoryStore, entry_ids: Iterable[int] | None = None, *, pulled: set | None = None
+) -> dict[int, Served]:
     """Times served, distinct sessions served and the last serve, per entry id, from the store's ContextServe rows
-    (one query; the entries of a serve are a JSON list, read in Python)."""
+    (one query; the entries of a serve are a JSON list, read in Python). ``pulled`` (a set) receives every session
+    that asked the store for context."""
     wanted = set(entry_ids) if entry_ids is not None else None
     out: dict[int, Served] = defaultdict(Served)
     rows = ContextServe.objects.filter(team_id=store.team_id, store=store).values_list(
         "session_external_id", "entries", "created_at"
     )
     for session, entries, at in rows.iterator(chunk_size=2000):
+        if pulled is not None and session:
+            pulled.add(session)
         for item in entries or ():
             try:
                 entry_id = int(item.get("entry_id") or 0)
@@ -265,7 +271,8 @@ def measure(
     qs = entries if entries is not None else MemoryEntry.objects.filter(team_id=store.team_id, store=store)
     rows = sorted(qs, key=lambda e: e.key)
     ids = [r.pk for r in rows]
-    served = serves_by_entry(store, ids)
+    pulled: set[str] = set()
+    served = serves_by_entry(store, ids, pulled=pulled)
     ratings = ratings_by_entry(store, ids)
     live = live_since(store, ids)
     signals = sorted(signals, key=lambda s: (s.at, s.external_id))
@@ -286,7 +293,10 @@ def measure(
             ratings=ratings.get(entry.pk, Ratings()),
         )
         e.ratings.mean = round(entry.rating, 4) if e.ratings.count else 0.0
+        at_risk = _at_risk(entry, s, signals)
         for sig in signals:
+            if sig.agent not in at_risk:
+                continue
             hit = entry.pk in sig.recurred
             if sig.at < e.live_from:
                 e.before.add(hit)
@@ -298,11 +308,22 @@ def measure(
                 e.contradicted_sessions += int(entry.pk in sig.contradicted)
             else:
                 e.not_served.add(hit)
-                if hit:
+                if hit and sig.external_id in pulled:
                     e.misses.append(sig)
         e.verdict, e.reason = verdict(e)
         effects.append(e)
     return effects
+
+
+def _at_risk(entry: MemoryEntry, served: Served, signals: list[SessionSignal]) -> set[str]:
+    """The agents whose sessions are compared for this entry: those that made its mistake at least once, were served
+    it, or are its scope. A session of an agent that never faces the mistake says nothing about the lesson (a deploy
+    lesson is no better or worse for the support bot's sessions), and counting it would dilute every rate."""
+    agents = {entry.scope_agent} if entry.scope_agent else set()
+    for sig in signals:
+        if entry.pk in sig.recurred or sig.external_id in served.sessions:
+            agents.add(sig.agent)
+    return agents
 
 
 @dataclass

@@ -135,13 +135,15 @@ def entry_effect(entry: MemoryEntry) -> Effect:
     return eff.measure(store, session_signals(store, entries), entries=[e for e in entries if e.pk == entry.pk])[0]
 
 
-def miss_queries(store: MemoryStore, sessions: list[str]) -> dict[str, list[str]]:
-    """What each of these sessions asked for when it pulled context (ContextServe.query), by external id."""
-    out: dict[str, list[str]] = defaultdict(list)
-    rows = ContextServe.objects.filter(team_id=store.team_id, session_external_id__in=list(sessions)).values_list(
-        "session_external_id", "query"
-    )
+def context_queries(store: MemoryStore, sessions: list[str]) -> dict[str, list[str]]:
+    """The sessions among these that pulled context from this store, with what they asked for (ContextServe.query;
+    an empty list when they gave no query), by external id. A session that never asked cannot have missed."""
+    out: dict[str, list[str]] = {}
+    rows = ContextServe.objects.filter(
+        team_id=store.team_id, store=store, session_external_id__in=list(sessions)
+    ).values_list("session_external_id", "query")
     for external_id, query in rows:
+        out.setdefault(external_id, [])
         if query:
             out[external_id].append(query)
-    return dict(out)
+    return out

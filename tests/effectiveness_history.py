@@ -71,10 +71,17 @@ def serve(store, session, entries, *, query: str = "") -> None:
 
 
 def build(
-    store, *, before=(True, True, True, False), served=(False, False, False, True), not_served=(True, True, False)
+    store,
+    *,
+    before=(True, True, True, False),
+    served=(False, False, False, True),
+    not_served=(True, True, False),
+    not_served_pull=True,
 ):
     """before / served / not_served: whether the mistake recurred in each session of that group. The lesson went
-    live 10 days ago; 'before' sessions ran 20 days ago, the others after."""
+    live 10 days ago; 'before' sessions ran 20 days ago, the others after. The sessions not served it are ops-bot's;
+    with ``not_served_pull`` they asked the store for context and got nothing (retrieval misses where they made the
+    mistake)."""
     now = timezone.now()
     live = now - timedelta(days=10)
     lesson = make_entry(store, key="release-command", content=LESSON)
@@ -82,14 +89,14 @@ def build(
     MemoryVersion.objects.filter(entry__in=[lesson, unused]).update(created_at=live)
     run = DreamRun.objects.create(team_id=store.team_id, store=store, status=RunStatus.SUCCEEDED)
 
-    def session(i: int, at, recurred: bool, *, was_served: bool, agent: str = "deploy-bot"):
+    def session(i: int, at, recurred: bool, *, was_served: bool, agent: str = "deploy-bot", pull: bool = False):
         s = SessionFactory(team=store.team, agent=agent, started_at=at, external_id=f"h-{at:%j}-{i}")
         findings = [mistake(served=was_served)] if recurred else [other_finding()]
         SessionAnalysis.objects.create(
             team_id=store.team_id, run=run, session=s, status=AnalysisStatus.DONE, findings=findings
         )
-        if was_served:
-            serve(store, s, [lesson])
+        if was_served or pull:
+            serve(store, s, [lesson] if was_served else [])
         return s
 
     for i, hit in enumerate(before):
@@ -97,7 +104,9 @@ def build(
     for i, hit in enumerate(served):
         session(100 + i, now - timedelta(days=5, minutes=i), hit, was_served=True)
     for i, hit in enumerate(not_served):
-        session(200 + i, now - timedelta(days=4, minutes=i), hit, was_served=False, agent="ops-bot")
+        session(
+            200 + i, now - timedelta(days=4, minutes=i), hit, was_served=False, agent="ops-bot", pull=not_served_pull
+        )
     return History(store, lesson, unused, run, live)
 
 

@@ -8,8 +8,9 @@ import pytest
 from memory import effectiveness as eff
 from reviews import effectiveness
 from reviews.analysis.rules import analyze
+from reviews.models import AnalysisStatus, SessionAnalysis
 
-from .effectiveness_history import LESSON, build, rate, serve
+from .effectiveness_history import LESSON, build, other_finding, rate, serve
 from .factories import SessionFactory, StoreFactory
 
 pytestmark = pytest.mark.all_teams
@@ -22,6 +23,11 @@ def by_key(effects):
 def test_counts_on_a_hand_built_history(db):
     h = build(StoreFactory())
     serve(h.store, SessionFactory(team=h.store.team), [h.lesson])  # a serve whose session was never analysed
+    # An agent that never faces the mistake and never got the lesson: its sessions are not compared.
+    bystander = SessionFactory(team=h.store.team, agent="support-bot", started_at=h.live)
+    SessionAnalysis.objects.create(
+        team_id=h.store.team_id, run=h.run, session=bystander, status=AnalysisStatus.DONE, findings=[other_finding()]
+    )
     rate(h.lesson, True, True, False)
     effects = by_key(effectiveness.store_effects(h.store))
     e = effects["release-command"]
@@ -30,14 +36,13 @@ def test_counts_on_a_hand_built_history(db):
     assert (e.before.k, e.before.n) == (3, 4)
     assert (e.served.k, e.served.n) == (1, 4)  # the one recurrence repeats served memory (flagged): still counted
     assert (e.not_served.k, e.not_served.n) == (2, 3)
-    assert [m.external_id for m in e.misses] and all(m.agent == "ops-bot" for m in e.misses)
-    assert len(e.misses) == 2
+    assert len(e.misses) == 2 and all(m.agent == "ops-bot" for m in e.misses)
     assert e.verdict == eff.HELPFUL
     assert "1 of 4 served sessions vs 2 of 3 not served" in e.reason
     unused = effects["unused-tip"]
     assert (unused.times_served, unused.sessions_served) == (0, 0)
-    assert (unused.served.n, unused.not_served.n, unused.before.n) == (0, 7, 4)
-    assert unused.not_served.k == 0  # another entry's mistake is not its mistake
+    # No agent ever made its mistake or got it: no session is comparable (another entry's mistake is not its mistake).
+    assert (unused.served.n, unused.not_served.n, unused.before.n) == (0, 0, 0)
     assert unused.verdict == eff.NEVER_SERVED
 
 

@@ -55,7 +55,8 @@ class EffectSerializer(serializers.Serializer):
     recurrence = RecurrenceSerializer()
     contradicted_sessions = serializers.IntegerField(help_text="Served sessions that corrected what it says.")
     retrieval_misses = serializers.IntegerField(
-        help_text="Sessions since it went live, not served it, in which its mistake recurred."
+        help_text="Sessions since it went live that asked the store for context, were not served it and made its "
+        "mistake."
     )
     verdict = serializers.ChoiceField(choices=list(eff.VERDICTS))
     reason = serializers.CharField(help_text="The verdict in words, with the counts behind it.")
