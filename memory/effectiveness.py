@@ -153,6 +153,7 @@ class Effect:
                 "before_live": self.before.to_dict(),
                 "served": self.served.to_dict(),
                 "not_served": self.not_served.to_dict(),
+                "after_live": Rate(self.served.k + self.not_served.k, self.served.n + self.not_served.n).to_dict(),
             },
             "contradicted_sessions": self.contradicted_sessions,
             "retrieval_misses": len(self.misses),

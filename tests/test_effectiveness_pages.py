@@ -98,6 +98,7 @@ def test_api_lists_and_shows_effectiveness_in_the_keys_team_only(world, keys):
     assert lesson["verdict"] == "helpful" and lesson["times_served"] == 4
     assert lesson["recurrence"]["served"] == {"sessions": 4, "recurred": 1, "rate": 0.25}
     assert lesson["recurrence"]["not_served"]["recurred"] == 2 and lesson["retrieval_misses"] == 2
+    assert lesson["recurrence"]["after_live"] == {"sessions": 7, "recurred": 3, "rate": 0.4286}
     assert rows["unused-tip"]["verdict"] == "never_served"
     only = api.get("/api/v1/stores/eng/effectiveness/", {"verdict": "never_served"}).json()["results"]
     assert [row["key"] for row in only] == ["unused-tip"]

@@ -28,6 +28,7 @@ class RecurrenceSerializer(serializers.Serializer):
     before_live = RateSerializer(help_text="Sessions that ran before the entry went live.")
     served = RateSerializer(help_text="Sessions since it went live that were served it.")
     not_served = RateSerializer(help_text="Sessions since it went live that were not served it.")
+    after_live = RateSerializer(help_text="Every session since it went live (served and not served).")
 
 
 class RatingsSerializer(serializers.Serializer):
