@@ -259,9 +259,6 @@ def origin_evidence(store: MemoryStore, entry_ids: Iterable[int] | None = None) 
     return out
 
 
-ENTRY_FIELDS = ("id", "key", "status", "scope_agent", "scope_task", "created_at", "rating")
-
-
 def measure(
     store: MemoryStore,
     signals: Iterable[SessionSignal],
@@ -277,6 +274,15 @@ def measure(
     ratings = ratings_by_entry(store, ids)
     live = live_since(store, ids)
     signals = sorted(signals, key=lambda s: (s.at, s.external_id))
+    # Each entry reads only the sessions of its agents at risk (_at_risk): grouped once, by agent.
+    by_agent: dict[str, list[SessionSignal]] = defaultdict(list)
+    agent_of: dict[str, str] = {}
+    recurring: dict[int, set[str]] = defaultdict(set)
+    for sig in signals:
+        by_agent[sig.agent].append(sig)
+        agent_of[sig.external_id] = sig.agent
+        for entry_id in sig.recurred:
+            recurring[entry_id].add(sig.agent)
     effects = []
     for entry in rows:
         s = served.get(entry.pk, Served())
@@ -294,10 +300,8 @@ def measure(
             ratings=ratings.get(entry.pk, Ratings()),
         )
         e.ratings.mean = round(entry.rating, 4) if e.ratings.count else 0.0
-        at_risk = _at_risk(entry, s, signals)
-        for sig in signals:
-            if sig.agent not in at_risk:
-                continue
+        at_risk = _at_risk(entry, recurring[entry.pk], {agent_of[x] for x in s.sessions if x in agent_of})
+        for sig in (sig for agent in sorted(at_risk) for sig in by_agent.get(agent, ())):
             hit = entry.pk in sig.recurred
             if sig.at < e.live_from:
                 e.before.add(hit)
@@ -311,20 +315,18 @@ def measure(
                 e.not_served.add(hit)
                 if hit and sig.external_id in pulled:
                     e.misses.append(sig)
+        e.misses.sort(key=lambda sig: (sig.at, sig.external_id))
+        e.served_recurrences.sort(key=lambda sig: (sig.at, sig.external_id))
         e.verdict, e.reason = verdict(e)
         effects.append(e)
     return effects
 
 
-def _at_risk(entry: MemoryEntry, served: Served, signals: list[SessionSignal]) -> set[str]:
+def _at_risk(entry: MemoryEntry, made_the_mistake: set[str], were_served: set[str]) -> set[str]:
     """The agents whose sessions are compared for this entry: those that made its mistake at least once, were served
     it, or are its scope. A session of an agent that never faces the mistake says nothing about the lesson (a deploy
     lesson is no better or worse for the support bot's sessions), and counting it would dilute every rate."""
-    agents = {entry.scope_agent} if entry.scope_agent else set()
-    for sig in signals:
-        if entry.pk in sig.recurred or sig.external_id in served.sessions:
-            agents.add(sig.agent)
-    return agents
+    return made_the_mistake | were_served | ({entry.scope_agent} if entry.scope_agent else set())
 
 
 @dataclass
