@@ -18,27 +18,27 @@ from .. import effectiveness
 READ = [HasScope("memory:read")]
 
 
-class RateSerializer(serializers.Serializer):
+class EffectRateSerializer(serializers.Serializer):
     sessions = serializers.IntegerField(help_text="Sessions analysed in this group.")
     recurred = serializers.IntegerField(help_text="Sessions of the group in which the lesson's mistake recurred.")
     rate = serializers.FloatField(allow_null=True, help_text="recurred / sessions (null: no sessions).")
 
 
-class RecurrenceSerializer(serializers.Serializer):
-    before_live = RateSerializer(help_text="Sessions that ran before the entry went live.")
-    served = RateSerializer(help_text="Sessions since it went live that were served it.")
-    not_served = RateSerializer(help_text="Sessions since it went live that were not served it.")
-    after_live = RateSerializer(help_text="Every session since it went live (served and not served).")
+class EffectRecurrenceSerializer(serializers.Serializer):
+    before_live = EffectRateSerializer(help_text="Sessions that ran before the entry went live.")
+    served = EffectRateSerializer(help_text="Sessions since it went live that were served it.")
+    not_served = EffectRateSerializer(help_text="Sessions since it went live that were not served it.")
+    after_live = EffectRateSerializer(help_text="Every session since it went live (served and not served).")
 
 
-class RatingsSerializer(serializers.Serializer):
+class EffectRatingsSerializer(serializers.Serializer):
     count = serializers.IntegerField()
     up = serializers.IntegerField()
     down = serializers.IntegerField()
     mean = serializers.FloatField(help_text="Mean feedback in [-1, 1].")
 
 
-class ScopeSerializer(serializers.Serializer):
+class EffectScopeSerializer(serializers.Serializer):
     agent = serializers.CharField(allow_null=True)
     task = serializers.CharField(allow_null=True)
 
@@ -48,12 +48,12 @@ class EffectSerializer(serializers.Serializer):
     status = serializers.CharField()
     pinned = serializers.BooleanField()
     live_from = serializers.DateTimeField(allow_null=True, help_text="When its first version was written.")
-    scope = ScopeSerializer()
+    scope = EffectScopeSerializer()
     times_served = serializers.IntegerField(help_text="Context responses that held it.")
     sessions_served = serializers.IntegerField(help_text="Distinct sessions those responses named.")
     last_served_at = serializers.DateTimeField(allow_null=True)
-    ratings = RatingsSerializer()
-    recurrence = RecurrenceSerializer()
+    ratings = EffectRatingsSerializer()
+    recurrence = EffectRecurrenceSerializer()
     contradicted_sessions = serializers.IntegerField(help_text="Served sessions that corrected what it says.")
     retrieval_misses = serializers.IntegerField(
         help_text="Sessions since it went live that asked the store for context, were not served it and made its "
