@@ -293,7 +293,7 @@ def measure(
             live_from=live.get(entry.pk) or entry.created_at,
             scope_agent=entry.scope_agent,
             scope_task=entry.scope_task,
-            pinned=bool(getattr(entry, "pinned", False)),
+            pinned=entry.pinned,
             times_served=s.times,
             sessions_served=len(s.sessions),
             last_served_at=s.last,

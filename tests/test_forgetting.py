@@ -67,11 +67,15 @@ def test_a_dream_proposes_archiving_a_never_served_entry_with_its_figures(db, cy
     old = make_entry(store, key="office-plants", content="The office plants are watered on Fridays.")
     age(old, 45)
     fresh = make_entry(store, key="fresh-tip", content="Builds run on the new runners since Monday.")
+    pinned = make_entry(store, key="pinned-tip", content="The on-call phone is in the red drawer.", pinned=True)
+    age(pinned, 90)  # as unused as the plants, but pinned: never proposed
     ingest(store.team, [session_doc(f"n-{i}", noise(i), minute=i) for i in range(3)])
     AutonomyPolicy.objects.create(team=store.team, store=store, mode=PolicyMode.AUTONOMOUS)
     run = cycle(store)
     removals = list(Proposal.objects.filter(run=run, operation="remove"))
-    assert [p.targets for p in removals] == [["office-plants"]]  # the fresh one is not 30 days old yet
+    # The fresh one is not 30 days old yet; the pinned one is never proposed.
+    assert [p.targets for p in removals] == [["office-plants"]]
+    assert all("pinned-tip" not in p.targets for p in Proposal.objects.filter(run=run))
     p = removals[0]
     assert p.kind == UNUSED and p.risk == "high" and p.content is None
     assert p.status == ProposalStatus.PENDING  # high risk: never applied without a person, whatever the policy
