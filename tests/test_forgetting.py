@@ -86,6 +86,26 @@ def test_a_dream_proposes_archiving_a_never_served_entry_with_its_figures(db, cy
     assert fresh.key not in str([q.targets for q in Proposal.objects.filter(run=run)])
 
 
+def test_the_removal_card_shows_its_figures(db, cycle):
+    from django.urls import reverse
+
+    from dreamweb.models import Role
+
+    from .factories import MembershipFactory, UserFactory
+    from .page_support import PageClient
+
+    store = StoreFactory()
+    age(make_entry(store, key="office-plants", content="The office plants are watered on Fridays."), 45)
+    ingest(store.team, [session_doc("n-1", noise(1))])
+    p = Proposal.objects.get(run=cycle(store), operation="remove")
+    reviewer = UserFactory(username="rita")
+    MembershipFactory(team=store.team, user=reviewer, role=Role.REVIEWER)
+    client = PageClient()
+    client.force_login(reviewer)
+    body = client.get(reverse("reviews:proposal", args=[p.pk])).content.decode()
+    assert "office-plants" in body and "Not served in the last 30 days: never served" in body
+
+
 def test_a_policy_may_lower_the_risk_of_removal_and_then_it_applies(db, cycle):
     store = StoreFactory()
     old = make_entry(store, key="office-plants", content="The office plants are watered on Fridays.")
