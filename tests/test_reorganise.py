@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from dreamweb.provenance import Author
-from memory import ranking
+from memory import ranking_cache
 from memory.models import ContextServe, MemoryEntry
 from memory.services import apply_change
 from reviews.analysis.reorganise import lessons_in
@@ -78,7 +78,7 @@ def test_a_reworded_entry_then_wins_the_query_that_missed_it(db):
     key = SimpleNamespace(team_id=store.team_id)
 
     def top():
-        return ranking.ranked_entries(key, store=store, query="publish the payments bundle", limit=1)[0].key
+        return ranking_cache.ranked_entries(key, store=store, query="publish the payments bundle", limit=1)[0].key
 
     assert top() == "payments-owner"
     apply_change(
