@@ -176,6 +176,46 @@ def test_typed_passwords_and_user_password_pairs_are_redacted_whole(text, secret
     assert not any(part in out for part in (secret[:4], secret[-4:]) if part not in rest)
 
 
+# Credentials known by where they stand or by a short or foreign word for "password", whatever the value looks like.
+@pytest.mark.parametrize(
+    "text,secret",
+    [
+        ("SENTRY_DSN=https://9d2b7e61c04f4a8fb3e5d1c7a6f08b24@o11.ingest.sentry.io/42 for crashes", "9d2b7e61c04f"),
+        ("reports go to https://a1b2c3d4e5f60718293a@errors.example.org/7", "a1b2c3d4e5f6"),
+        ("db01.internal:5432:orders:reporter:Plum-Harbor-41", "Plum-Harbor-41"),
+        ("*:*:*:replicator:quietriver", "quietriver"),
+        ("the deploy pw is lantern-Oak-77 until Friday", "lantern-Oak-77"),
+        ("mysql -h db -u admin -pMarble88 shop", "Marble88"),
+        ("sshpass -p 'ferns4ever' ssh ops@jump", "ferns4ever"),
+        ("pgcli --password=kettle-2024 -h db", "kettle-2024"),
+        ("steamcmd +login ci-builder gravel9Moon +app_update 90", "gravel9Moon"),
+        ("Das Passwort ist Sonnenblume7", "Sonnenblume7"),
+        ("la contraseña es gatito99", "gatito99"),
+    ],
+)
+def test_positional_and_abbreviated_credentials_are_redacted(text, secret):
+    out = risk.redact(text)
+    assert secret not in out and "[REDACTED]" in out
+    assert risk.has_secret(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "git clone git@github.com:org/repo.git",
+        "ssh deploy@bastion.example.org",
+        "ports 5432:5432 are mapped",
+        "docker login --password-stdin < token.txt",
+        "mysql -u app -p app_db",
+        "the pw is rotated monthly",
+        "the token establishes a session",
+        "registry.local:5000/app:1.2.3",
+    ],
+)
+def test_names_ports_and_prompts_are_not_positional_credentials(text):
+    assert risk.redact(text) == text
+
+
 @pytest.mark.parametrize(
     "text",
     [

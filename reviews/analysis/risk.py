@@ -25,6 +25,9 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
     ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b")),
     ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
     ("URL credentials", re.compile(r"(?<=://)[^\s/:@]+:[^\s/@]+(?=@)")),
+    # A key as the URL's user name with no password (a Sentry DSN `https://<key>@o1.ingest.sentry.io/5`): a run of
+    # 16 or more letters and digits before the `@`, with a digit in it; `git@`, `deploy@` are names.
+    ("URL credentials", re.compile(r"(?<=://)(?=[^\s/:@]*\d)[A-Za-z0-9_-]{16,}(?=@)")),
     # Vendor tokens known by their prefix (Slack app/config tokens, SendGrid, npm, PyPI, Hugging Face, Shopify,
     # DigitalOcean, Stripe webhook signing secrets, GitLab deploy/runner tokens, Mailgun, Twilio API keys, Telegram
     # bot tokens, Azure connection strings).
@@ -63,17 +66,37 @@ URL_SECRET_SEGMENT = re.compile(
 )
 # A path segment of a URL that mixes lower case, upper case and digits at length: a capability token in the link.
 URL_RANDOM_SEGMENT = re.compile(r"(?<=/)[A-Za-z0-9_-]{20,}(?=[/?#\s'\"`<>)\]]|$)")
+# Credentials known by where they stand; the group "value" is the secret.
+POSITIONAL_SECRETS: list[tuple[str, re.Pattern]] = [
+    # A libpq password file line (`host:port:database:user:password`): the password at its end.
+    (
+        "password file line",
+        re.compile(r"(?<![\w./:-])[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.*-]+:(?P<value>[^\s:'\"`]{4,})"),
+    ),
+    # A password given to a command: after its option (`--password X`, `--passwd=X`, `sshpass -p X`, mysql's
+    # `-pX`) or after the user name of steamcmd's `+login user X`.
+    (
+        "command-line password",
+        re.compile(
+            r"(?i)(?:--pass(?:word|wd)?[ =]|\bsshpass\s+-p\s*|\bmysql(?:dump|admin)?\b[^\n|;]*?\s-p|\+login\s+\S+\s+)"
+            r"['\"]?(?P<value>[^\s'\"`-][^\s'\"`]{3,})"
+        ),
+    ),
+]
 # `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
 ASSIGNED_SECRET = re.compile(
-    r"(?i)(?<![a-z])(?:password|passwd|pass|pwd|passphrase|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|"
+    r"(?i)(?<![a-z])(?:password|passwd|pass|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|senha|"
+    r"wachtwoord|l[öo]senord|salasana|has[łl]o|пароль|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|dsn|"
     r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)\b"
     # "the secret for the smoke bucket is X": a short qualifier between the word and its value
-    r"(?:\s+(?:for|of|to|on|in)\s+[\w .-]{1,40}?)?(?:\s+(?:is|was|=|:)|\s*[:=])\s*['\"`]?"
+    r"(?:\s+(?:for|of|to|on|in)\s+[\w .-]{1,40}?)?(?:\s+(?:is|was|ist|es|est|é|är|jest)\b|\s+[=:]|\s*[:=])\s*['\"`]?"
     r"(?P<value>[^\s'\"`,;]{6,})"
 )
 LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{20,}(?![\w/.-])")
 # In a text that talks about credentials, a longish token mixing letters and digits is the credential.
-CREDENTIAL_WORDS = re.compile(r"(?i)\b(?:key|token|secret|password|passwd|credential|creds|api|auth|bearer|login)s?\b")
+CREDENTIAL_WORDS = re.compile(
+    r"(?i)\b(?:key|token|secret|password|passwd|pwd|pw|passwort|credential|creds|api|auth|bearer|login|dsn)s?\b"
+)
 CONTEXT_TOKEN = re.compile(
     r"(?<![\w/.@:-])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{12,}(?![\w/.@-])"
 )
@@ -102,7 +125,10 @@ _DESCRIPTIVE = frozenset(
     never only from via with in at on the a an our your their this that its provided configured defined listed
     documented known unknown inside elsewhere attached below above""".split()  # noqa: SIM905
 )
-_PASSWORD_WORDS = re.compile(r"(?i)^(?:password|passwd|pwd|passphrase)$")
+_PASSWORD_WORDS = re.compile(
+    r"(?i)^(?:password|passwd|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|senha|wachtwoord|l[öo]senord|"
+    r"salasana|has[łl]o|пароль)$"
+)
 
 
 def _entropy(s: str) -> float:
@@ -150,6 +176,8 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
     for name, pat in SECRET_PATTERNS:
         spans += [(name, m.start(), m.end()) for m in pat.finditer(text)]
     spans += _url_secrets(text)
+    for name, pat in POSITIONAL_SECRETS:
+        spans += [(name, m.start("value"), m.end("value")) for m in pat.finditer(text)]
     for m in ASSIGNED_SECRET.finditer(text):
         value = m.group("value")
         if value.startswith(REDACTED) or value.lower() in ("required", "needed", "missing", "set", "unset", "none"):
