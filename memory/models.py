@@ -25,6 +25,8 @@ class MemoryStore(models.Model):
     kind = models.CharField(max_length=10, choices=StoreKind.choices, default=StoreKind.PROJECT)
     agents_may_write = models.BooleanField(default=False)
     description = models.TextField(blank=True)
+    # The agents this store serves: its dream reads only their sessions and counts prevalence among them.
+    agents = models.JSONField(default=list, blank=True, help_text="Agent names this store serves (empty: all).")
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = TeamQuerySet.as_manager()

@@ -111,6 +111,34 @@ def validate_validity(valid_from, valid_until) -> None:
         raise InvalidChange("valid_until must be later than valid_from")
 
 
+AGENT_NAME_CHARS = 100  # as AgentSession.agent
+
+
+def clean_agents(agents: Iterable[str]) -> list[str]:
+    """A store's agent list as stored: names stripped, empty ones dropped, each once, sorted. Refuses a name that
+    is not a string or longer than an agent name can be."""
+    out = set()
+    for name in agents or ():
+        if not isinstance(name, str):
+            raise InvalidChange("agents must be a list of agent names (strings)")
+        name = name.strip()
+        if len(name) > AGENT_NAME_CHARS:
+            raise InvalidChange(f"an agent name is at most {AGENT_NAME_CHARS} characters")
+        if name:
+            out.add(name)
+    return sorted(out)
+
+
+def set_store_agents(store: MemoryStore, agents: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Set the agents the store serves (empty: every agent of the team); returns (old, new)."""
+    new = clean_agents(agents)
+    old = list(store.agents or [])
+    if new != old:
+        store.agents = new
+        store.save(update_fields=["agents"])
+    return old, new
+
+
 def create_entry(
     store: MemoryStore,
     *,

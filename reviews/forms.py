@@ -8,7 +8,7 @@ from dreamweb.input_guard import parse_id
 
 from .analysis import registry
 from .models import AutonomyPolicy, ProposalOperation, Risk
-from .services import POLICY_FIELDS, REASON_MAX
+from .services import POLICY_FIELDS, REASON_MAX, STORE_FIELDS
 
 SORTS = {
     # name: (label, ordering). Ties break on id so that paging is stable.
@@ -128,11 +128,16 @@ class CommaListField(forms.CharField):
 
 
 class PolicyForm(forms.ModelForm):
-    agents = CommaListField(required=False, help_text="Comma-separated agent names; empty: every agent.")
+    # The store's (memory.MemoryStore.agents), edited with its policy: the agents whose sessions its dream reads.
+    agents = CommaListField(
+        required=False,
+        help_text="The agents this store serves, comma-separated: its dream reads only their sessions and counts "
+        "prevalence among them. Empty: every agent of the team.",
+    )
 
     class Meta:
         model = AutonomyPolicy
-        fields = list(POLICY_FIELDS)
+        fields = [*POLICY_FIELDS, *STORE_FIELDS]
         widgets = {"mode": forms.RadioSelect}
         labels = {
             "min_sessions": "Recurrent from (sessions)",

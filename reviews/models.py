@@ -31,7 +31,6 @@ class AutonomyPolicy(models.Model):
     min_confidence_auto = models.FloatField(default=0.6, help_text="Below this confidence nothing is auto-applied.")
     max_sessions = models.PositiveIntegerField(default=1000, help_text="Most sessions one cycle reads.")
     token_budget = models.PositiveIntegerField(default=2_000_000, help_text="Most LLM tokens one cycle may spend.")
-    agents = models.JSONField(default=list, blank=True, help_text="Only these agents' sessions (empty: all).")
     schedule_enabled = models.BooleanField(default=False)
     schedule_minutes = models.PositiveIntegerField(default=24 * 60, help_text="Dream every N minutes.")
     analyzer = models.CharField(max_length=20, default="rules")

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from dreamweb.provenance import Author, ChangeRefused, Provenance, WriteConflict
 from memory.models import MemoryEntry
-from memory.services import apply_change, validate_key
+from memory.services import apply_change, set_store_agents, validate_key
 from skills_registry.models import Skill
 from skills_registry.services import apply_skill_change
 
@@ -303,15 +303,19 @@ POLICY_FIELDS = (
     "min_confidence_auto",
     "max_sessions",
     "token_budget",
-    "agents",
     "schedule_enabled",
     "schedule_minutes",
     "analyzer",
 )
 
 
+# What the policy page and the API also set, though it belongs to the store (memory owns it): the agents it serves.
+STORE_FIELDS = ("agents",)
+
+
 def update_policy(store, *, user, values: dict):
-    """Set a store's autonomy policy and audit the change as {field: [old, new]}; returns (policy, change or None).
+    """Set a store's autonomy policy (and the agents the store serves) and audit the change as {field: [old, new]};
+    returns (policy, change or None).
 
     The store's policy row is created on first save (until then the defaults apply, and the audit shows them as
     the old values). Nothing is recorded when nothing changed.
@@ -319,6 +323,10 @@ def update_policy(store, *, user, values: dict):
     with transaction.atomic():
         policy, _ = AutonomyPolicy.objects.select_for_update().get_or_create(store=store, defaults={"team": store.team})
         changes = {}
+        if "agents" in values:
+            old, new = set_store_agents(store, values["agents"])
+            if old != new:
+                changes["agents"] = [old, new]
         for name in POLICY_FIELDS:
             if name not in values:
                 continue

@@ -27,9 +27,9 @@ def policy(request, store_pk: int):
     current = AutonomyPolicy.objects.filter(store=store).first() or AutonomyPolicy(store=store, team=store.team)
     form = PolicyForm(request.POST or None, instance=AutonomyPolicy(store=store, team=store.team))
     if request.method == "GET":
-        form = PolicyForm(instance=current)
+        form = PolicyForm(instance=current, initial={"agents": list(store.agents or [])})
     elif form.is_valid():
-        values = {name: form.cleaned_data[name] for name in services.POLICY_FIELDS}
+        values = {name: form.cleaned_data[name] for name in (*services.POLICY_FIELDS, *services.STORE_FIELDS)}
         _, change = services.update_policy(store, user=request.user, values=values)
         if change is None:
             messages.info(request, "Nothing changed.")
