@@ -143,6 +143,7 @@ class PolicyForm(forms.ModelForm):
             "min_sessions": "Recurrent from (sessions)",
             "min_share": "…and share of analysed sessions (0–1)",
             "min_confidence_auto": "Auto-apply confidence floor (0–1)",
+            "min_sources": "Auto-apply only with sessions from at least (sources)",
             "max_sessions": "Session budget per dream",
             "token_budget": "Token budget per dream",
             "schedule_enabled": "Dream on a schedule",
@@ -153,6 +154,19 @@ class PolicyForm(forms.ModelForm):
         value = self.cleaned_data["min_share"]
         if not 0 <= value <= 1:
             raise forms.ValidationError("A share between 0 and 1.")
+        return value
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A form that does not send it (an older page, a script) keeps the policy's value.
+        self.fields["min_sources"].required = False
+
+    def clean_min_sources(self):
+        value = self.cleaned_data["min_sources"]
+        if value is None:
+            return None  # not sent: the policy keeps its value
+        if value < 1:
+            raise forms.ValidationError("At least 1 source.")
         return value
 
     def clean_min_confidence_auto(self):

@@ -29,6 +29,11 @@ class AutonomyPolicy(models.Model):
     min_sessions = models.PositiveIntegerField(default=3)
     min_share = models.FloatField(default=0.0)
     min_confidence_auto = models.FloatField(default=0.6, help_text="Below this confidence nothing is auto-applied.")
+    min_sources = models.PositiveIntegerField(
+        default=2,
+        help_text="Fewest distinct credentials (API keys, people, import runs) whose sessions must support a change "
+        "for it to apply without a reviewer.",
+    )
     max_sessions = models.PositiveIntegerField(default=1000, help_text="Most sessions one cycle reads.")
     token_budget = models.PositiveIntegerField(default=2_000_000, help_text="Most LLM tokens one cycle may spend.")
     schedule_enabled = models.BooleanField(default=False)
@@ -330,6 +335,9 @@ class Proposal(models.Model):
     rationale = models.TextField(blank=True)
     prevalence_sessions = models.PositiveIntegerField(default=0)
     prevalence_of = models.PositiveIntegerField(default=0)
+    # Distinct credentials that delivered the supporting sessions, and distinct agent names among them.
+    prevalence_sources = models.PositiveIntegerField(default=0)
+    prevalence_agents = models.PositiveIntegerField(default=0)
     confidence = models.FloatField(default=0.0)
     risk = models.CharField(max_length=10, choices=Risk.choices, default=Risk.LOW)
     risk_reasons = models.JSONField(default=list, blank=True)

@@ -285,12 +285,15 @@ def policy_allows(proposal: Proposal, policy) -> bool:
     """Whether the store's autonomy policy applies this proposal without a reviewer.
 
     Skills are promoted by people (never auto-applied); high risk is never auto-applied; below the policy's
-    confidence floor nothing is.
+    confidence floor nothing is, nor anything that sessions of fewer distinct sources (credentials) than the policy's
+    ``min_sources`` support (a merge of existing entries has no sessions: the rule does not apply to it).
     """
     if policy is None or proposal.target_kind == TargetKind.SKILL or proposal.risk == Risk.HIGH:
         return False
     if proposal.confidence < policy.min_confidence_auto:
         return False
+    if proposal.prevalence_sessions and proposal.prevalence_sources < policy.min_sources:
+        return False  # what fewer credentials than the policy asks for pushed waits for a person
     if policy.mode == PolicyMode.AUTO_LOW_RISK:
         return proposal.risk == Risk.LOW
     return policy.mode == PolicyMode.AUTONOMOUS
@@ -301,6 +304,7 @@ POLICY_FIELDS = (
     "min_sessions",
     "min_share",
     "min_confidence_auto",
+    "min_sources",
     "max_sessions",
     "token_budget",
     "schedule_enabled",

@@ -261,6 +261,17 @@ REASON_EXFILTRATION = "Tells agents to send credentials or data to a host."
 REASON_SECRET = "Contained something that looks like a secret (redacted)."
 POISON_REASONS = frozenset({REASON_REMOTE_CODE, REASON_INJECTION, REASON_EXFILTRATION, REASON_SECRET})
 REASON_SKILL = "Changes a skill; skills are promoted by people, so it always waits for a reviewer."
+REASON_ONE_SOURCE = (
+    "One source: every supporting session was delivered by the same credential (one API key, person or import run), "
+    "however many sessions or agent names it shows."
+)
+
+
+def one_source(draft) -> bool:
+    """Sessions support the draft, and one credential delivered them all (prevalence_sources; 0: not counted)."""
+    return bool(_get(draft, "prevalence_sessions", 0) or _get(draft, "evidence")) and (
+        _get(draft, "prevalence_sources", 0) == 1
+    )
 
 
 def is_poisoned(risk: str, reasons) -> bool:
@@ -312,6 +323,8 @@ def assess(
         medium.append("Merges several entries into one.")
     if _get(draft, "target_kind", "memory") == "skill":
         medium.append(REASON_SKILL)
+    if one_source(draft):
+        medium.append(REASON_ONE_SOURCE)
     if high:
         return "high", high + medium
     if medium:

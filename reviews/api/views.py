@@ -59,6 +59,8 @@ class ProposalSerializer(serializers.ModelSerializer):
             "rationale",
             "prevalence_sessions",
             "prevalence_of",
+            "prevalence_sources",
+            "prevalence_agents",
             "confidence",
             "risk",
             "risk_reasons",

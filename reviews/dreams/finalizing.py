@@ -65,9 +65,14 @@ def _session_findings(run: DreamRun) -> list:
     rows = (
         SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE)
         .order_by("id")
-        .values_list("session_id", "session__external_id", "session__agent", "session__task", "findings")
+        .values_list(
+            "session_id", "session__external_id", "session__agent", "session__task", "findings", "session__source"
+        )
     )
-    return [SessionFindings(sid, eid, agent, task, list(findings or [])) for sid, eid, agent, task, findings in rows]
+    return [
+        SessionFindings(sid, eid, agent, task, list(findings or []), source=source or "")
+        for sid, eid, agent, task, findings, source in rows
+    ]
 
 
 @dataclass
@@ -185,6 +190,8 @@ def _persist(run: DreamRun, drafts: list) -> list[int]:
             rationale=d.rationale or "",
             prevalence_sessions=d.prevalence_sessions,
             prevalence_of=d.prevalence_of,
+            prevalence_sources=d.prevalence_sources,
+            prevalence_agents=d.prevalence_agents,
             confidence=float(d.confidence),
             risk=d.risk,
             risk_reasons=list(d.risk_reasons or []),

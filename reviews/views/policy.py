@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods
 from dreamweb.gates import get_for_user, membership_for
 from dreamweb.models import Role
 from memory.models import MemoryStore
+from memory.sessions import agent_sources, describe_source
 
 from .. import services
 from ..forms import PolicyForm
@@ -30,6 +31,7 @@ def policy(request, store_pk: int):
         form = PolicyForm(instance=current, initial={"agents": list(store.agents or [])})
     elif form.is_valid():
         values = {name: form.cleaned_data[name] for name in (*services.POLICY_FIELDS, *services.STORE_FIELDS)}
+        values = {name: value for name, value in values.items() if value is not None or name != "min_sources"}
         _, change = services.update_policy(store, user=request.user, values=values)
         if change is None:
             messages.info(request, "Nothing changed.")
@@ -40,10 +42,31 @@ def policy(request, store_pk: int):
         for field in form.fields.values():
             field.disabled = True
     history = []
+    shared_source = _one_key_for_all(store)
     if current.pk:
         history = PolicyChange.objects.filter(policy=current).select_related("changed_by").order_by("-created_at")[:100]
     return render(
         request,
         "reviews/policy.html",
-        {"store": store, "form": form, "history": history, "is_admin": is_admin, "policy": current, "team": store.team},
+        {
+            "store": store,
+            "form": form,
+            "history": history,
+            "is_admin": is_admin,
+            "policy": current,
+            "team": store.team,
+            "shared_source": shared_source,
+        },
     )
+
+
+def _one_key_for_all(store: MemoryStore) -> dict | None:
+    """When one credential delivered the sessions of every agent this store serves (several of them): who, and
+    which agents. A dream counts them as one source, so nothing they teach applies without a reviewer."""
+    sources = agent_sources(store.team_id, store.agents or ())
+    if len(sources) != 1:
+        return None
+    ((source, agents),) = sources.items()
+    if len(agents) < 2:
+        return None
+    return {"label": describe_source(store.team_id, source), "agents": sorted(agents)}

@@ -133,11 +133,21 @@ class Command(BaseCommand):
         for doc in generate_sessions(team.slug, count, seed=seed, start=start):
             batch.append(validate_session(doc))
             if len(batch) == 200:
-                new += len(store_batch(team, batch).created)
+                new += self._push_sessions(team, batch)
                 batch = []
         if batch:
-            new += len(store_batch(team, batch).created)
+            new += self._push_sessions(team, batch)
         return new, AgentSession.objects.for_team(team).count()
+
+    @staticmethod
+    def _push_sessions(team, batch) -> int:
+        # As a team whose agents each push with a key of their own: one demo source per agent (AgentSession.source).
+        by_agent: dict[str, list] = {}
+        for clean in batch:
+            by_agent.setdefault(clean.fields["agent"], []).append(clean)
+        return sum(
+            len(store_batch(team, cleans, source=f"demo:{agent}"[:100]).created) for agent, cleans in by_agent.items()
+        )
 
     def _key(self, team, admin) -> str | None:
         if AgentKey.objects.for_team(team).filter(name=KEY_NAME).exists():

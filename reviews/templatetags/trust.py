@@ -1,0 +1,28 @@
+"""What a proposal card says of its evidence's strength: the sessions behind it and their time span (over the
+evidence the card has already loaded: no query)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django import template
+
+register = template.Library()
+
+
+@dataclass
+class EvidenceFacts:
+    excerpts: int
+    sessions: int
+    first: datetime | None
+    last: datetime | None
+
+
+@register.filter
+def evidence_facts(proposal) -> EvidenceFacts:
+    """Excerpts, distinct sessions and the span of their start times, from the proposal's (prefetched) evidence."""
+    rows = list(proposal.evidence.all())
+    sessions = {ev.session_id: ev.session for ev in rows}
+    times = sorted(s.started_at for s in sessions.values() if s is not None and s.started_at)
+    return EvidenceFacts(len(rows), len(sessions), times[0] if times else None, times[-1] if times else None)
