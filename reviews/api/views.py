@@ -215,7 +215,8 @@ class RunDetailView(AgentRetrieveView):
 
 class StoreAgentsSerializer(serializers.Serializer):
     agents = serializers.ListField(
-        child=serializers.CharField(max_length=100, allow_blank=False),
+        # Names are stripped and blank ones dropped when stored (memory.services.clean_agents).
+        child=serializers.CharField(max_length=100, allow_blank=True, trim_whitespace=False),
         max_length=1000,
         help_text="The agents this store serves: its dream reads only their sessions and counts prevalence among "
         "them. Empty: every agent of the team.",
