@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.conf import settings
@@ -256,7 +256,7 @@ def source_of(key=None, source: str | None = None) -> str:
     return SOURCE_UNKNOWN
 
 
-def _insert_ignoring_existing(team, sessions: list[CleanSession], key, source: str) -> set[str]:
+def _insert_ignoring_existing(team, sessions: list[CleanSession], key) -> set[str]:
     """Insert the rows, skipping ids the team already has; return the external ids this call really inserted.
 
     ``INSERT ... ON CONFLICT (team_id, external_id) DO NOTHING RETURNING external_id``: RETURNING tells apart the
@@ -274,8 +274,7 @@ def _insert_ignoring_existing(team, sessions: list[CleanSession], key, source: s
     with connection.cursor() as cursor:
         for start in range(0, len(sessions), INSERT_CHUNK):
             chunk = [
-                AgentSession(team=team, ingested_by=key, source=source, **s.fields)
-                for s in sessions[start : start + INSERT_CHUNK]
+                AgentSession(team=team, ingested_by=key, **s.fields) for s in sessions[start : start + INSERT_CHUNK]
             ]
             rows = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in chunk]
             # Only quoted model metadata and placeholders go into the SQL text; every value is a parameter.
@@ -343,6 +342,9 @@ def store_batch(team, sessions: list[CleanSession], *, key=None, source: str | N
     by_id: dict[str, CleanSession] = {}
     for s in sessions:
         by_id.setdefault(s.fields["external_id"], s)  # a file that repeats an id keeps the first
+    # The source is the server's word, whatever the session's fields say (they cannot name it: validate_session).
+    delivered = source_of(key, source)
+    to_store = {eid: replace(s, fields={**s.fields, "source": delivered}) for eid, s in by_id.items()}
     for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
         try:
             with transaction.atomic():
@@ -351,8 +353,8 @@ def store_batch(team, sessions: list[CleanSession], *, key=None, source: str | N
                         "external_id", flat=True
                     )
                 )
-                new = [by_id[eid] for eid in sorted(by_id) if eid not in existing]
-                inserted = _insert_ignoring_existing(team, new, key, source_of(key, source)) if new else set()
+                new = [to_store[eid] for eid in sorted(by_id) if eid not in existing]
+                inserted = _insert_ignoring_existing(team, new, key) if new else set()
             break
         except Exception as exc:
             if attempt == DEADLOCK_ATTEMPTS or not _is_deadlock(exc):
