@@ -371,6 +371,8 @@ class Proposal(models.Model):
             models.Index(fields=["team", "status", "created_at"], name="proposal_queue_age"),
             models.Index(fields=["team", "decided_at"], name="proposal_decided"),
             models.Index(fields=["store", "signature"], name="proposal_store_signature"),
+            # A rejection is remembered across the team's stores (reviews.dreams.finalizing._screen).
+            models.Index(fields=["team", "signature"], name="proposal_team_signature"),
         ]
 
     def __str__(self) -> str:
