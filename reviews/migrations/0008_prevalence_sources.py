@@ -21,8 +21,8 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviews", "0006_store_agents_move"),
-        ("memory", "0007_session_source"),
+        ("reviews", "0007_store_agents_move"),
+        ("memory", "0009_session_source"),
     ]
 
     operations = [
@@ -45,4 +45,9 @@ class Migration(migrations.Migration):
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop),
+        # A rejection is remembered across the team's stores (reviews.dreams.finalizing._screen).
+        migrations.AddIndex(
+            model_name="proposal",
+            index=models.Index(fields=["team", "signature"], name="proposal_team_signature"),
+        ),
     ]

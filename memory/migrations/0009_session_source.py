@@ -21,7 +21,7 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0006_store_agents"),
+        ("memory", "0008_store_agents"),
     ]
 
     operations = [

@@ -19,8 +19,8 @@ def copy_agents(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0006_store_agents"),
-        ("reviews", "0005_tenancy_wall"),
+        ("memory", "0008_store_agents"),
+        ("reviews", "0006_card_context_exact_key_policy"),
     ]
 
     operations = [
