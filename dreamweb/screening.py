@@ -70,7 +70,6 @@ _CONFUSABLES = str.maketrans(
 )  # fmt: skip
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|\\U([0-9a-fA-F]{8})")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "|": "l"})
-_SPACED = re.compile(r"\b(?:\w ){3,}\w\b")
 
 
 def _drop_format(text: str) -> str:
@@ -339,15 +338,19 @@ INJECTION = [
 ]
 
 
+# The phrases that override an agent's instructions (the first patterns above): also looked for in the obfuscated
+# spellings, where the other patterns would see words that are not there.
+OVERRIDES = INJECTION[:3]
+_MIXED_TOKEN = re.compile(r"\b(?=\w*[a-z])(?=\w*\d)\w+\b")
+
+
 def _injection(v: Views) -> bool:
-    texts = [v.plain]
-    # Digits read as letters and spaced-out letters joined: "1gn0r3 pr3v10u5", "i g n o r e".
-    leet = v.low.translate(_LEET)
-    texts.append(leet)
-    texts.append(_SPACED.sub(lambda m: m.group(0).replace(" ", ""), v.low))
-    joined = re.sub(r"(?<=\b\w) (?=\w\b)", "", v.low)
-    texts.append(re.sub(r"\s{2,}", " ", joined))
-    return any(p.search(t) for t in texts for p in INJECTION)
+    if any(p.search(v.plain) for p in INJECTION):
+        return True
+    # Digits read as letters in words that mix both ("1gn0r3 pr3v10u5"), spaced-out letters joined ("i g n o r e").
+    leet = _MIXED_TOKEN.sub(lambda m: m.group(0).translate(_LEET), v.low)
+    spaced = re.sub(r"\s{2,}", " ", re.sub(r"(?<=\b\w) (?=\w\b)", "", v.low))
+    return any(p.search(t) for t in (leet, spaced) for p in OVERRIDES)
 
 
 # --- exfiltration (prose) -------------------------------------------------------------------------------------------
