@@ -152,10 +152,11 @@ def test_card_shows_sources_agents_and_time_span(client, world, cycle):
     (proposal,) = Proposal.objects.filter(run=run)
     client.force_login(world.alice)
     html = client.get(reverse("reviews:proposal", args=[proposal.pk])).content.decode()
-    assert "1 credential: one source" in html
-    assert "<dt>Agents</dt><dd>3</dd>" in html
-    assert "2025-03-01 10:00</time> to" in html and "2025-03-01 10:02" in html
-    assert "from 3 sessions" in html
+    figures = html[html.index('class="trust-figures') :]
+    figures = figures[: figures.index("</p>")]
+    assert ">1 source</strong>" in figures and "3 agents" in figures
+    assert "· 2025-03-01 10:00–10:02" in figures  # within a day: the minutes
+    assert "3 of 3 sessions" in html
 
 
 def test_policy_page_says_plainly_when_one_key_serves_all_agents(client, world):

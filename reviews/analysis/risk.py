@@ -236,10 +236,8 @@ REASON_CREDENTIAL_READ = screening.REASON_CREDENTIAL_READ
 REASON_SECRET = "Contained something that looks like a secret (redacted)."
 POISON_REASONS = frozenset({*screening.POISON_REASONS, REASON_SECRET})
 REASON_SKILL = "Changes a skill; skills are promoted by people, so it always waits for a reviewer."
-REASON_ONE_SOURCE = (
-    "One source: every supporting session was delivered by the same credential (one API key, person or import run), "
-    "however many sessions or agent names it shows."
-)
+# Short: a card shows it twice (the list and the badge's title). What a source is: AgentSession.source.
+REASON_ONE_SOURCE = "One source: one credential pushed all its sessions."
 
 
 def one_source(draft) -> bool:

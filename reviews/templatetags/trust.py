@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django import template
+from django.utils.timezone import localtime
 
 register = template.Library()
 
@@ -17,6 +18,18 @@ class EvidenceFacts:
     sessions: int
     first: datetime | None
     last: datetime | None
+
+    @property
+    def span(self) -> str:
+        """When the sessions started, compactly: the minutes within one day (a flood pushed within a minute shows
+        as one time), the days otherwise."""
+        if self.first is None or self.last is None:
+            return ""
+        first, last = localtime(self.first), localtime(self.last)
+        if first.date() != last.date():
+            return f"{first:%Y-%m-%d} to {last:%Y-%m-%d}"
+        same = f"{first:%H:%M}" == f"{last:%H:%M}"
+        return f"{first:%Y-%m-%d %H:%M}" + ("" if same else f"–{last:%H:%M}")
 
 
 @register.filter

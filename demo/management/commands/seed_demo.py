@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from demo.data import DEMO_SEED, DEMO_STORES, generate_sessions
+from demo.data import ALLOWED_HOSTS, DEMO_SEED, DEMO_STORES, generate_sessions
 from dreamweb import rls
 from dreamweb.models import AgentKey, Membership, Role, Scope, Team
 from dreamweb.provenance import Author, Provenance
@@ -79,7 +79,13 @@ class Command(BaseCommand):
     # --- pieces ------------------------------------------------------------------------------------------------
 
     def _teams(self) -> dict[str, Team]:
-        return {slug: create_team(slug, name)[0] for slug, name in TEAMS.items()}
+        teams = {slug: create_team(slug, name)[0] for slug, name in TEAMS.items()}
+        for slug, team in teams.items():
+            if not team.allowed_hosts and ALLOWED_HOSTS.get(slug):
+                with rls.team_scope(team):
+                    team.allowed_hosts = list(ALLOWED_HOSTS[slug])
+                    team.save(update_fields=["allowed_hosts"])
+        return teams
 
     def _users(self, teams) -> dict:
         User = get_user_model()
