@@ -23,6 +23,10 @@ def _entry(key, content, agent=None, task=None, tags=()):
     return {"key": key, "content": content, "scope": {"agent": agent, "task": task}, "tags": list(tags)}
 
 
+# The hosts each demo team allows (Team.allowed_hosts): its own staging, CI and warehouse. Any other host in a
+# proposal (the poisoned page's) is screened as unknown and quarantined.
+ALLOWED_HOSTS = {"demo": ["demo.test", "warehouse.internal"], "rival": []}
+
 DEMO_STORES = {
     "demo": [
         {

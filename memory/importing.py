@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,7 +27,15 @@ from dreamweb import rls
 from . import importers
 from .importers import AUTO, Options, Parsed, Source, UnknownFormat
 from .importers.source import read_lines  # noqa: F401 - part of this module's interface (tests, benchmarks)
-from .sessions import CleanSession, SessionInvalid, SessionTooLarge, store_batch, validate_session
+from .sessions import (
+    SOURCE_IMPORT,
+    CleanSession,
+    SessionInvalid,
+    SessionTooLarge,
+    source_of,
+    store_batch,
+    validate_session,
+)
 
 DEFAULT_BATCH = 500
 # Sessions of foreign formats are far larger than canonical ones (a real Claude Code session is often 0.1-1 MB once
@@ -60,10 +69,10 @@ def conflict_message(external_id: str) -> str:
     )
 
 
-def _store(team, batch: list[CleanSession], key, stats: ImportStats) -> list[int]:
+def _store(team, batch: list[CleanSession], key, stats: ImportStats, source: str | None = None) -> list[int]:
     """Store one batch; return the positions of its sessions that conflict with what is stored."""
     with rls.team_scope(team):
-        result = store_batch(team, batch, key=key)
+        result = store_batch(team, batch, key=key, source=source)
     stats.imported += len(result.created)
     stats.unchanged += len(result.unchanged)
     return result.conflicts
@@ -81,9 +90,9 @@ class _Writer(threading.Thread):
     thread through ``conflicts``, which reports them.
     """
 
-    def __init__(self, team, key, stats: ImportStats):
+    def __init__(self, team, key, stats: ImportStats, source: str):
         super().__init__(name="import-sessions-writer", daemon=True)
-        self.team, self.key, self.stats = team, key, stats
+        self.team, self.key, self.stats, self.source = team, key, stats, source
         self.queue: queue.Queue[Batch | None] = queue.Queue(maxsize=1)
         self.conflicts: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self.error: BaseException | None = None
@@ -93,7 +102,7 @@ class _Writer(threading.Thread):
             while (batch := self.queue.get()) is not None:
                 if self.error is None:
                     try:
-                        for pos in _store(self.team, [c for _, c in batch], self.key, self.stats):
+                        for pos in _store(self.team, [c for _, c in batch], self.key, self.stats, self.source):
                             self.conflicts.put((batch[pos][0], batch[pos][1].fields["external_id"]))
                     except BaseException as exc:  # noqa: BLE001 - handed to the caller by check()
                         self.error = exc
@@ -128,12 +137,17 @@ class Importer:
         overlap: bool = True,
     ):
         self.team, self.key, self.batch_size = team, key, batch_size
+        # Without a key, this run is the source of what it imports: one source for the whole run, whatever the
+        # sessions say of themselves (AgentSession.source).
+        self.source = source_of(key) if key is not None else f"{SOURCE_IMPORT}{uuid.uuid4().hex[:16]}"
         self.on_reject, self.on_notice, self.on_progress = on_reject, on_notice, on_progress
         self.stats = ImportStats()
         self.pending: Batch = []
         self.pending_bytes = 0
         # A caller's open transaction holds rows another connection could not see: store on this one then.
-        self.writer = _Writer(team, key, self.stats) if overlap and not connection.in_atomic_block else None
+        self.writer = (
+            _Writer(team, key, self.stats, self.source) if overlap and not connection.in_atomic_block else None
+        )
 
     def __enter__(self) -> Importer:
         if self.writer is not None:
@@ -171,7 +185,7 @@ class Importer:
         if self.writer is not None:
             self.writer.put(batch)
         else:
-            for pos in _store(self.team, [c for _, c in batch], self.key, self.stats):
+            for pos in _store(self.team, [c for _, c in batch], self.key, self.stats, self.source):
                 self.reject(batch[pos][0], conflict_message(batch[pos][1].fields["external_id"]))
         self.report_conflicts()
         if self.on_progress is not None:

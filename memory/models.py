@@ -25,6 +25,8 @@ class MemoryStore(models.Model):
     kind = models.CharField(max_length=10, choices=StoreKind.choices, default=StoreKind.PROJECT)
     agents_may_write = models.BooleanField(default=False)
     description = models.TextField(blank=True)
+    # The agents this store serves: its dream reads only their sessions and counts prevalence among them.
+    agents = models.JSONField(default=list, blank=True, help_text="Agent names this store serves (empty: all).")
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = TeamQuerySet.as_manager()
@@ -229,6 +231,10 @@ class AgentSession(models.Model):
     size_bytes = models.PositiveIntegerField(default=0)
     source_format = models.CharField(max_length=40, default="dreamweb-session-v1")
     ingested_by = models.ForeignKey(AgentKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The credential that delivered it, set by the server, never by the session: "key:<AgentKey id>",
+    # "user:<user id>" or "import:<one run of import_sessions>" (SOURCE_* in memory.sessions). A dream counts a
+    # pattern's sources by it (prevalence.sources): what one credential pushed never applies itself.
+    source = models.CharField(max_length=100, blank=True, default="")
     ingested_at = models.DateTimeField(default=timezone.now)
 
     objects = AgentSessionQuerySet.as_manager()

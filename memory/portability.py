@@ -16,8 +16,18 @@ from django.core.validators import validate_slug
 from django.db import transaction
 from django.utils import timezone
 
+from dreamweb.provenance import InvalidChange
+
 from .models import EntryStatus, MemoryEntry, MemoryStore, Operation, StoreKind
-from .services import Author, Provenance, content_size_problem, create_entry, update_entry
+from .services import (
+    Author,
+    Provenance,
+    clean_agents,
+    content_size_problem,
+    create_entry,
+    set_store_agents,
+    update_entry,
+)
 
 MAX_KEY = 200
 MAX_SCOPE = 100
@@ -47,6 +57,7 @@ class CleanDocument:
     name: str = ""
     kind: str = ""
     description: str = ""
+    agents: list[str] | None = None  # None: the document does not say (the store's list stays)
 
 
 @dataclass
@@ -150,6 +161,12 @@ def validate_document(doc, *, store_slug: str | None = None) -> CleanDocument:
     kind = doc.get("kind") or ""
     if kind and kind not in StoreKind.values:
         errors.append(f"kind: must be one of {', '.join(StoreKind.values)} (got {kind!r})")
+    agents = None
+    if "agents" in doc:
+        try:
+            agents = clean_agents(doc["agents"] if isinstance(doc["agents"], list) else [None])
+        except InvalidChange as exc:
+            errors.append(f"agents: {exc}")
     if errors:
         raise DocumentInvalid(errors)
     return CleanDocument(
@@ -158,6 +175,7 @@ def validate_document(doc, *, store_slug: str | None = None) -> CleanDocument:
         name=doc.get("name") if isinstance(doc.get("name"), str) else "",
         kind=kind,
         description=doc.get("description") if isinstance(doc.get("description"), str) else "",
+        agents=agents,
     )
 
 
@@ -178,6 +196,8 @@ def import_document(team, doc, *, store_slug: str | None = None, author: Author 
                 description=clean.description,
             )
             report.store, report.store_created = store, True
+        if clean.agents is not None:
+            set_store_agents(store, clean.agents)
         existing = {e.key: e for e in MemoryEntry.objects.for_store(store)}
         for item in clean.entries:
             entry = existing.get(item.key)
@@ -231,6 +251,7 @@ def export_document(store: MemoryStore) -> dict:
         "name": store.name,
         "kind": store.kind,
         "description": store.description,
+        "agents": list(store.agents or []),
         "exported_at": timezone.now().isoformat().replace("+00:00", "Z"),
         "entries": [
             {

@@ -16,8 +16,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from dreamweb import screening
+from dreamweb.models import Team
 from dreamweb.provenance import (
     Author,
+    AuthorKind,
     ChangeRefused,
     InvalidChange,
     Provenance,
@@ -46,6 +49,27 @@ class StaleWrite(WriteConflict, MemoryWriteError):
 
 class EntryExists(MemoryWriteError):
     """An entry with that key exists in the store already (HTTP 409)."""
+
+
+class ScreenedWrite(MemoryWriteError):
+    """An agent's in-band write whose text the screen refuses (dreamweb.screening: markup, remote code, credential
+    reads, data sent away, text addressing agents, hosts the team has not allowed). Nothing is written (HTTP 409,
+    code ``screened``); ``reasons`` names what was found."""
+
+    def __init__(self, reasons: list[str]):
+        self.reasons = list(reasons)
+        super().__init__("refused by screening: " + " ".join(self.reasons))
+
+
+def screen_agent_write(team_id: int, author: Author, content: str | None) -> None:
+    """Raise ScreenedWrite when an agent (an API key) writes text the screen refuses. People and reviewed dreams are
+    not screened here: a dream's proposals are screened by its risk rules, and poisoned ones never apply."""
+    if author.kind != AuthorKind.AGENT or not content:
+        return
+    allowed = Team.objects.filter(pk=team_id).values_list("allowed_hosts", flat=True).first() or []
+    reasons = screening.screen(content, allowed_hosts=allowed)
+    if reasons:
+        raise ScreenedWrite(reasons)
 
 
 class ArchivedEntry(InvalidChange, MemoryWriteError):
@@ -112,6 +136,34 @@ def validate_validity(valid_from, valid_until) -> None:
         raise InvalidChange("valid_until must be later than valid_from")
 
 
+AGENT_NAME_CHARS = 100  # as AgentSession.agent
+
+
+def clean_agents(agents: Iterable[str]) -> list[str]:
+    """A store's agent list as stored: names stripped, empty ones dropped, each once, sorted. Refuses a name that
+    is not a string or longer than an agent name can be."""
+    out = set()
+    for name in agents or ():
+        if not isinstance(name, str):
+            raise InvalidChange("agents must be a list of agent names (strings)")
+        name = name.strip()
+        if len(name) > AGENT_NAME_CHARS:
+            raise InvalidChange(f"an agent name is at most {AGENT_NAME_CHARS} characters")
+        if name:
+            out.add(name)
+    return sorted(out)
+
+
+def set_store_agents(store: MemoryStore, agents: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Set the agents the store serves (empty: every agent of the team); returns (old, new)."""
+    new = clean_agents(agents)
+    old = list(store.agents or [])
+    if new != old:
+        store.agents = new
+        store.save(update_fields=["agents"])
+    return old, new
+
+
 def create_entry(
     store: MemoryStore,
     *,
@@ -129,6 +181,7 @@ def create_entry(
 ) -> MemoryEntry:
     key, content = validate_key(key), validate_content(content)
     validate_validity(valid_from, valid_until)
+    screen_agent_write(store.team_id, author, content)
     prov = provenance or Provenance()
     now = timezone.now()
     try:
@@ -205,6 +258,7 @@ def update_entry(
         previous_hash = current.content_hash
         if content is not None:
             current.content = validate_content(content)
+            screen_agent_write(current.team_id, author, current.content)
             current.content_hash = content_hash(current.content)
         if scope_agent is not _UNSET:
             current.scope_agent = scope_agent or None

@@ -4,16 +4,18 @@ idempotent bulk ingest on (team, external_id)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from dreamweb import input_guard
+from dreamweb.models import AgentKey
 
 from .models import AgentSession
 
@@ -237,6 +239,23 @@ class BatchResult:
 INSERT_CHUNK = 200  # rows per INSERT: well under the parameter limits of PostgreSQL (65535) and SQLite (32766)
 
 
+# What AgentSession.source holds: the credential that delivered a session, set here from the request or the command,
+# never from the session's own fields (a pusher cannot claim another source).
+SOURCE_KEY = "key:"  # + AgentKey id: pushed through the API
+SOURCE_USER = "user:"  # + user id: uploaded by a signed-in person
+SOURCE_IMPORT = "import:"  # + an id of one import_sessions run
+SOURCE_UNKNOWN = "unattributed"  # stored before sources were recorded, or by code that names none: one source
+
+
+def source_of(key=None, source: str | None = None) -> str:
+    """The source to record: the one given, else the key's, else unattributed (all such sessions are one source)."""
+    if source:
+        return source[:100]
+    if key is not None and getattr(key, "pk", None):
+        return f"{SOURCE_KEY}{key.pk}"
+    return SOURCE_UNKNOWN
+
+
 def _insert_ignoring_existing(team, sessions: list[CleanSession], key) -> set[str]:
     """Insert the rows, skipping ids the team already has; return the external ids this call really inserted.
 
@@ -312,9 +331,10 @@ def _stored(team, external_ids: list[str]) -> dict[str, tuple]:
     return {row["external_id"]: _comparable(row) for row in rows.iterator(chunk_size=50)}
 
 
-def store_batch(team, sessions: list[CleanSession], *, key=None) -> BatchResult:
+def store_batch(team, sessions: list[CleanSession], *, key=None, source: str | None = None) -> BatchResult:
     """Insert the sessions that are new for the team; report the rest as unchanged, or as conflicts when their
-    content differs from the stored session with their external_id. Idempotent and race-safe.
+    content differs from the stored session with their external_id. Idempotent and race-safe. ``source``: the
+    credential that delivered them (source_of: the key's when not given).
 
     Rows go in in the order of their external ids, whatever the batch's order: two batches that share ids wait for
     each other's rows in one direction only, so they cannot deadlock (in opposite orders each would hold a row the
@@ -322,6 +342,9 @@ def store_batch(team, sessions: list[CleanSession], *, key=None) -> BatchResult:
     by_id: dict[str, CleanSession] = {}
     for s in sessions:
         by_id.setdefault(s.fields["external_id"], s)  # a file that repeats an id keeps the first
+    # The source is the server's word, whatever the session's fields say (they cannot name it: validate_session).
+    delivered = source_of(key, source)
+    to_store = {eid: replace(s, fields={**s.fields, "source": delivered}) for eid, s in by_id.items()}
     for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
         try:
             with transaction.atomic():
@@ -330,7 +353,7 @@ def store_batch(team, sessions: list[CleanSession], *, key=None) -> BatchResult:
                         "external_id", flat=True
                     )
                 )
-                new = [by_id[eid] for eid in sorted(by_id) if eid not in existing]
+                new = [to_store[eid] for eid in sorted(by_id) if eid not in existing]
                 inserted = _insert_ignoring_existing(team, new, key) if new else set()
             break
         except Exception as exc:
@@ -364,3 +387,31 @@ def iter_jsonl(lines: Iterable[bytes | str]) -> Iterator[tuple[int, object, int,
             yield number, json.loads(data), len(data.rstrip(b"\r\n")), None
         except (ValueError, UnicodeDecodeError) as exc:
             yield number, None, len(data), f"not valid JSON: {exc}"
+
+
+def agent_sources(team_id: int, agents: Sequence[str] = ()) -> dict[str, set[str]]:
+    """{source: the agent names its sessions carry} over the team's sessions (only these agents' when given): one
+    entry holding several agents means one credential pushes for all of them."""
+    rows = AgentSession.objects.filter(team_id=team_id)
+    if agents:
+        rows = rows.filter(agent__in=list(agents))
+    out: dict[str, set[str]] = {}
+    for source, agent in rows.order_by().values_list("source", "agent").distinct():
+        out.setdefault(source or SOURCE_UNKNOWN, set()).add(agent)
+    return out
+
+
+def describe_source(team_id: int, source: str) -> str:
+    """A source as a person reads it: the key's name, the user's name, an import run."""
+    kind, _, ident = source.partition(":")
+    if kind == "key" and ident.isdigit():
+        name = AgentKey.objects.filter(team_id=team_id, pk=int(ident)).values_list("name", flat=True).first()
+        return f"API key {name!r}" if name else "a deleted API key"
+    if kind == "user" and ident.isdigit():
+        name = get_user_model().objects.filter(pk=int(ident)).values_list("username", flat=True).first()
+        return f"{name} (signed in)" if name else "a deleted user"
+    if kind == "import":
+        return "one run of import_sessions"
+    if kind == "demo":
+        return f"the demo data of {ident}"
+    return "sessions stored before sources were recorded"

@@ -8,7 +8,7 @@ from dreamweb.input_guard import parse_id
 
 from .analysis import registry
 from .models import AutonomyPolicy, ProposalOperation, Risk
-from .services import POLICY_FIELDS, REASON_MAX
+from .services import POLICY_FIELDS, REASON_MAX, STORE_FIELDS
 
 SORTS = {
     # name: (label, ordering). Ties break on id so that paging is stable.
@@ -138,17 +138,23 @@ def analyzer_choices() -> list[tuple[str, str]]:
 
 
 class PolicyForm(forms.ModelForm):
-    agents = CommaListField(required=False, help_text="Comma-separated agent names; empty: every agent.")
+    # The store's (memory.MemoryStore.agents), edited with its policy: the agents whose sessions its dream reads.
+    agents = CommaListField(
+        required=False,
+        help_text="The agents this store serves, comma-separated: its dream reads only their sessions and counts "
+        "prevalence among them. Empty: every agent of the team.",
+    )
     analyzer = forms.ChoiceField(choices=analyzer_choices, help_text="What reads each session during a dream.")
 
     class Meta:
         model = AutonomyPolicy
-        fields = list(POLICY_FIELDS)
+        fields = [*POLICY_FIELDS, *STORE_FIELDS]
         widgets = {"mode": forms.RadioSelect}
         labels = {
             "min_sessions": "Recurrent from (sessions)",
             "min_share": "…and share of analysed sessions (0–1)",
             "min_confidence_auto": "Auto-apply confidence floor (0–1)",
+            "min_sources": "Auto-apply only with sessions from at least (sources)",
             "max_sessions": "Session budget per dream",
             "token_budget": "Token budget per dream",
             "schedule_enabled": "Dream on a schedule",
@@ -161,8 +167,8 @@ class PolicyForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         names = ", ".join(registry.names())
         self.fields["analyzer"].error_messages["invalid_choice"] = f"One of: {names}."
-        # Forms posted before forgetting existed leave these out: the policy keeps its values.
-        for name in ("forget_after_days", "removal_risk"):
+        # Forms posted before forgetting (and sources) existed leave these out: the policy keeps its values.
+        for name in ("forget_after_days", "removal_risk", "min_sources"):
             self.fields[name].required = False
 
     @classmethod
@@ -183,6 +189,14 @@ class PolicyForm(forms.ModelForm):
         value = self.cleaned_data["min_share"]
         if not 0 <= value <= 1:
             raise forms.ValidationError("A share between 0 and 1.")
+        return value
+
+    def clean_min_sources(self):
+        value = self.cleaned_data.get("min_sources")
+        if value is None:
+            return self.instance.min_sources
+        if value < 1:
+            raise forms.ValidationError("At least 1 source.")
         return value
 
     def clean_min_confidence_auto(self):

@@ -35,9 +35,13 @@ class AutonomyPolicy(models.Model):
     min_sessions = models.PositiveIntegerField(default=3)
     min_share = models.FloatField(default=0.0)
     min_confidence_auto = models.FloatField(default=0.6, help_text="Below this confidence nothing is auto-applied.")
+    min_sources = models.PositiveIntegerField(
+        default=2,
+        help_text="Fewest distinct credentials (API keys, people, import runs) whose sessions must support a change "
+        "for it to apply without a reviewer.",
+    )
     max_sessions = models.PositiveIntegerField(default=1000, help_text="Most sessions one cycle reads.")
     token_budget = models.PositiveIntegerField(default=2_000_000, help_text="Most LLM tokens one cycle may spend.")
-    agents = models.JSONField(default=list, blank=True, help_text="Only these agents' sessions (empty: all).")
     schedule_enabled = models.BooleanField(default=False)
     schedule_minutes = models.PositiveIntegerField(default=24 * 60, help_text="Dream every N minutes.")
     analyzer = models.CharField(max_length=20, default="rules")
@@ -348,6 +352,9 @@ class Proposal(models.Model):
     rationale = models.TextField(blank=True)
     prevalence_sessions = models.PositiveIntegerField(default=0)
     prevalence_of = models.PositiveIntegerField(default=0)
+    # Distinct credentials that delivered the supporting sessions, and distinct agent names among them.
+    prevalence_sources = models.PositiveIntegerField(default=0)
+    prevalence_agents = models.PositiveIntegerField(default=0)
     confidence = models.FloatField(default=0.0)
     risk = models.CharField(max_length=10, choices=Risk.choices, default=Risk.LOW)
     risk_reasons = models.JSONField(default=list, blank=True)
@@ -381,6 +388,8 @@ class Proposal(models.Model):
             models.Index(fields=["team", "status", "created_at"], name="proposal_queue_age"),
             models.Index(fields=["team", "decided_at"], name="proposal_decided"),
             models.Index(fields=["store", "signature"], name="proposal_store_signature"),
+            # A rejection is remembered across the team's stores (reviews.dreams.finalizing._screen).
+            models.Index(fields=["team", "signature"], name="proposal_team_signature"),
         ]
 
     def __str__(self) -> str:

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from dreamweb.provenance import Author, ChangeRefused, Provenance, WriteConflict
 from memory.models import MemoryEntry
-from memory.services import apply_change, validate_key
+from memory.services import apply_change, set_store_agents, validate_key
 from skills_registry.models import Skill
 from skills_registry.services import apply_skill_change
 
@@ -285,12 +285,15 @@ def policy_allows(proposal: Proposal, policy) -> bool:
     """Whether the store's autonomy policy applies this proposal without a reviewer.
 
     Skills are promoted by people (never auto-applied); high risk is never auto-applied; below the policy's
-    confidence floor nothing is.
+    confidence floor nothing is, nor anything that sessions of fewer distinct sources (credentials) than the policy's
+    ``min_sources`` support (a merge of existing entries has no sessions: the rule does not apply to it).
     """
     if policy is None or proposal.target_kind == TargetKind.SKILL or proposal.risk == Risk.HIGH:
         return False
     if proposal.confidence < policy.min_confidence_auto:
         return False
+    if proposal.prevalence_sessions and proposal.prevalence_sources < policy.min_sources:
+        return False  # what fewer credentials than the policy asks for pushed waits for a person
     if policy.mode == PolicyMode.AUTO_LOW_RISK:
         return proposal.risk == Risk.LOW
     return policy.mode == PolicyMode.AUTONOMOUS
@@ -301,9 +304,9 @@ POLICY_FIELDS = (
     "min_sessions",
     "min_share",
     "min_confidence_auto",
+    "min_sources",
     "max_sessions",
     "token_budget",
-    "agents",
     "schedule_enabled",
     "schedule_minutes",
     "analyzer",
@@ -312,8 +315,13 @@ POLICY_FIELDS = (
 )
 
 
+# What the policy page and the API also set, though it belongs to the store (memory owns it): the agents it serves.
+STORE_FIELDS = ("agents",)
+
+
 def update_policy(store, *, user, values: dict):
-    """Set a store's autonomy policy and audit the change as {field: [old, new]}; returns (policy, change or None).
+    """Set a store's autonomy policy (and the agents the store serves) and audit the change as {field: [old, new]};
+    returns (policy, change or None).
 
     The store's policy row is created on first save (until then the defaults apply, and the audit shows them as
     the old values). Nothing is recorded when nothing changed.
@@ -321,6 +329,10 @@ def update_policy(store, *, user, values: dict):
     with transaction.atomic():
         policy, _ = AutonomyPolicy.objects.select_for_update().get_or_create(store=store, defaults={"team": store.team})
         changes = {}
+        if "agents" in values:
+            old, new = set_store_agents(store, values["agents"])
+            if old != new:
+                changes["agents"] = [old, new]
         for name in POLICY_FIELDS:
             if name not in values:
                 continue

@@ -119,6 +119,7 @@ def make_proposal(
         # An add writes exactly its key (Proposal.write_key): other texts get keys of their own words, so that two
         # proposals of one test do not take the same key.
         "key_hint": "release-command" if operation == "add" and content == DEFAULT_PROPOSAL_TEXT else "",
+        "prevalence_sources": min(prevalence[0], 2),  # sessions from two credentials: enough for the policy
     }
     defaults.update(fields)
     proposal = Proposal.objects.create(

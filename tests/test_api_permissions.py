@@ -60,6 +60,8 @@ ENDPOINTS = [
     ("GET", "/api/v1/dream-runs/", "dreams", None, 200),
     ("GET", "/api/v1/dream-runs/{run}/", "dreams", None, 200),
     ("POST", "/api/v1/stores/eng/dreams/", "dreams", {"dry_run": True}, 202),
+    ("GET", "/api/v1/stores/eng/agents/", "dreams", None, 200),
+    ("PUT", "/api/v1/stores/eng/agents/", "dreams", {"agents": ["deploy-bot"]}, 200),
 ]
 IDS = [f"{m} {p}" for m, p, *_ in ENDPOINTS]
 WRITES = [e for e in ENDPOINTS if e[2] == "memory:write"]

@@ -50,6 +50,7 @@ def _draft(name, sessions, *, operation="add", risk="low", reasons=(), confidenc
         rationale=f"seen in {len(sessions)} sessions",
         prevalence_sessions=len(sessions),
         prevalence_of=len(sessions),
+        prevalence_sources=kw.pop("sources", len(sessions)),
         confidence=confidence,
         risk=risk,
         risk_reasons=list(reasons),

@@ -78,21 +78,24 @@ def test_writes_are_checked_against_the_same_list(three_teams):
     a, b, _ = three_teams
     with rls.scope([a.pk]), pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as c:
         c.execute(
-            "INSERT INTO memory_memorystore (team_id, slug, name, kind, agents_may_write, description, created_at)"
-            " VALUES (%s, 'sneaky', '', 'project', false, '', now())",
+            "INSERT INTO memory_memorystore"
+            " (team_id, slug, name, kind, agents_may_write, description, agents, created_at)"
+            " VALUES (%s, 'sneaky', '', 'project', false, '', '[]', now())",
             [b.pk],
         )
     with rls.scope([a.pk, b.pk]), connection.cursor() as c:
         c.execute(
-            "INSERT INTO memory_memorystore (team_id, slug, name, kind, agents_may_write, description, created_at)"
-            " VALUES (%s, 'allowed', '', 'project', false, '', now())",
+            "INSERT INTO memory_memorystore"
+            " (team_id, slug, name, kind, agents_may_write, description, agents, created_at)"
+            " VALUES (%s, 'allowed', '', 'project', false, '', '[]', now())",
             [b.pk],
         )
         assert c.rowcount == 1
     with rls.scope(""), pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as c:
         c.execute(
-            "INSERT INTO memory_memorystore (team_id, slug, name, kind, agents_may_write, description, created_at)"
-            " VALUES (%s, 'nobody', '', 'project', false, '', now())",
+            "INSERT INTO memory_memorystore"
+            " (team_id, slug, name, kind, agents_may_write, description, agents, created_at)"
+            " VALUES (%s, 'nobody', '', 'project', false, '', '[]', now())",
             [a.pk],
         )
 

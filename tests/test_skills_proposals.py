@@ -101,7 +101,7 @@ def test_recurring_finding_in_a_skills_domain_proposes_an_update():
     assert set(draft) == {
         "target_kind", "operation", "targets", "target_hashes", "content", "scope_agent", "scope_task", "kind",
         "rationale", "prevalence_sessions", "prevalence_of", "confidence", "risk", "risk_reasons", "signature",
-        "evidence", "key_hint",
+        "prevalence_sources", "prevalence_agents", "evidence", "key_hint",
     }  # fmt: skip
     assert skill_drafts(groups, SKILLS, sessions_analysed=20) == drafts  # deterministic
 

@@ -63,8 +63,9 @@ def test_team_a_cannot_read_or_write_team_b(two_teams):
             assert c.rowcount == 0
         with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as c:
             c.execute(
-                "INSERT INTO memory_memorystore (team_id, slug, name, kind, agents_may_write, description, created_at)"
-                " VALUES (%s, 'sneaky', '', 'project', false, '', now())",
+                "INSERT INTO memory_memorystore"
+                " (team_id, slug, name, kind, agents_may_write, description, agents, created_at)"
+                " VALUES (%s, 'sneaky', '', 'project', false, '', '[]', now())",
                 [b.pk],
             )
     with rls.team_scope(b):

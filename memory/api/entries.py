@@ -54,6 +54,15 @@ ETAG_HEADER = OpenApiParameter(
 )
 
 
+def _screened(exc) -> Conflict:
+    """409 ``screened``: the text is refused whatever the key may write; nothing was written or will be served."""
+    return Conflict(
+        "Refused by screening; nothing was written: " + " ".join(exc.reasons),
+        code="screened",
+        extra={"reasons": exc.reasons},
+    )
+
+
 class EntryFilterSerializer(serializers.Serializer):
     agent = serializers.CharField(required=False, max_length=100, help_text="Only entries scoped to this agent.")
     task = serializers.CharField(required=False, max_length=100, help_text="Only entries scoped to this task.")
@@ -150,6 +159,8 @@ class EntryListCreateView(AgentListView):
             raise Conflict(
                 f"An entry with key {d['key']!r} already exists in store {slug!r}; update it with PUT."
             ) from exc
+        except services.ScreenedWrite as exc:
+            raise _screened(exc) from exc
         except services.InvalidChange as exc:
             raise serializers.ValidationError({"content": [str(exc)]}) from exc
         entry.store = store
@@ -225,6 +236,8 @@ class EntryDetailView(AgentAPIView):
                 extra={"current_etag": current},
                 headers={"ETag": current},
             ) from exc
+        except services.ScreenedWrite as exc:
+            raise _screened(exc) from exc
         except services.ArchivedEntry as exc:
             raise Conflict(
                 f"Entry {entry.key!r} is archived; nothing was written. A person can restore it in its history.",

@@ -19,10 +19,13 @@ class ScopeSerializer(serializers.Serializer):
 class StoreSerializer(serializers.ModelSerializer):
     entries = serializers.IntegerField(source="active_entries", read_only=True, help_text="Active entries.")
     writable = serializers.SerializerMethodField(help_text="Whether this key may write entries here in-band.")
+    agents = serializers.ListField(
+        child=serializers.CharField(), read_only=True, help_text="The agents this store serves (empty: all)."
+    )
 
     class Meta:
         model = MemoryStore
-        fields = ["slug", "name", "kind", "description", "agents_may_write", "writable", "entries"]
+        fields = ["slug", "name", "kind", "description", "agents", "agents_may_write", "writable", "entries"]
 
     def get_writable(self, store) -> bool:
         key = self.context["key"]

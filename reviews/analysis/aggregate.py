@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from . import normalize as nz
-from .findings import AggregateResult, ProposalDraft, SessionFindings, recurs, signature, trim
+from .findings import AggregateResult, ProposalDraft, SessionFindings, count_sources, recurs, signature, trim
 from .risk import assess, redact, redact_draft
 
 MAX_LEADERS = 24  # leaders kept per candidate block
@@ -455,6 +455,15 @@ def _scope(cluster: Cluster, sessions: list[SessionFindings], agent_tasks: dict)
     if share < 1.0 and share ** len(cluster.sessions) < 0.01:
         return agent, task
     return agent, None
+
+
+def _scope_size(agent: str | None, task: str | None, agent_tasks: dict, n: int) -> int:
+    """The sessions in a lesson's scope that the cycle read: an agent-scoped lesson is counted among that agent's
+    sessions (of that task, for a task-scoped one), a lesson for every agent among all of them."""
+    if agent is None:
+        return n
+    counts = agent_tasks.get(agent, Counter())
+    return max(1, counts.get(task, 0) if task is not None else sum(counts.values()))
 
 
 def _confidence(cluster: Cluster, min_sessions: int, n: int) -> float:
@@ -925,7 +934,8 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
         return None
     f = c.items[0][1]
     fam = c.family
-    rationale = _describe(c, sessions, n)
+    of = _scope_size(scope_agent, scope_task, agent_tasks, n)
+    rationale = _describe(c, sessions, of)
     if fam == "note":
         content = _note_text(c)
         kind = "note"
@@ -976,6 +986,7 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
     else:
         operation, targets, hashes = "add", [], {}
         key_hint = _key_hint(c)
+    sources, agents = count_sources(sessions[i] for i in c.sessions)
     return ProposalDraft(
         target_kind="memory",
         operation=operation,
@@ -987,7 +998,9 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
         kind=kind,
         rationale=rationale,
         prevalence_sessions=k,
-        prevalence_of=n,
+        prevalence_of=of,
+        prevalence_sources=sources,
+        prevalence_agents=agents,
         confidence=_confidence(c, min_sessions, n),
         risk="low",
         risk_reasons=[],

@@ -91,6 +91,13 @@ class SessionFindings:
     agent: str
     task: str | None
     findings: list[dict] = field(default_factory=list)
+    # The credential that delivered the session (AgentSession.source: "key:12", "user:3", "import:…"); empty when
+    # unknown (pure tests, benchmarks): the session then counts as a source of its own.
+    source: str = ""
+
+    @property
+    def source_key(self) -> str:
+        return self.source or f"session:{self.session_id}"
 
 
 @dataclass
@@ -111,6 +118,10 @@ class ProposalDraft:
     risk: str
     risk_reasons: list[str]
     signature: str
+    # Distinct credentials that delivered the supporting sessions, and distinct agent names among them
+    # (count_sources); 0 when the draft has no supporting session (a merge of existing entries).
+    prevalence_sources: int = 0
+    prevalence_agents: int = 0
     # ... plus the evidence rows ({session_id, external_id, event_index, excerpt, trust}) and a key for an `add`.
     evidence: list[dict] = field(default_factory=list)
     key_hint: str = ""
@@ -136,6 +147,14 @@ class AggregateResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def count_sources(supporting) -> tuple[int, int]:
+    """(distinct sources, distinct agents) among the supporting sessions (SessionFindings). A source is the
+    credential that pushed a session, never the agent name the session claims: one key that pushes sessions under
+    many agent names is one source."""
+    found = list(supporting)
+    return len({s.source_key for s in found}), len({s.agent for s in found})
 
 
 def signature(operation: str, target_kind: str, targets, content_key: str) -> str:

@@ -252,11 +252,11 @@ def redacted_document(doc: dict) -> dict:
     """The session as the model may see it: every text with its secrets replaced by [REDACTED] (risk.redact, the one
     secret rule of the project). Event indexes are kept, so the excerpts the model cites are checked against the
     same redacted text it read, and what is stored as evidence holds no secret either."""
-    out = {k: (_redact_value(v) if k in ("external_id", "agent", "task", "outcome") else v) for k, v in doc.items()}
+    out = {k: (_redact_value(v) if k != "events" else v) for k, v in doc.items()}
+    # Every field of every event (ids, names, roles and any extra field included), not only its text: whatever is
+    # rendered into the prompt has been through the one secret rule. The event's type is the format's word.
     out["events"] = [
-        {k: (_redact_value(v) if k in ("content", "arguments", "name") else v) for k, v in ev.items()}
-        if isinstance(ev, dict)
-        else ev
+        {k: (_redact_value(v) if k != "type" else v) for k, v in ev.items()} if isinstance(ev, dict) else ev
         for ev in doc.get("events") or []
     ]
     return out

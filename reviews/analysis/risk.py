@@ -9,7 +9,9 @@ import math
 import re
 from collections import Counter
 
-from .normalize import URL_RE, url_host, urls
+from dreamweb import screening
+
+from .normalize import URL_RE
 
 REDACTED = "[REDACTED]"
 
@@ -245,55 +247,37 @@ INJECTION = re.compile(
     r"(?:add|save|store|write) (?:this|the following) (?:to|in|into) (?:your )?(?:long[- ]term |persistent )?memory|"
     r"you are now in|do not tell the user)\b|\[system\]|<\s*system\s*>"
 )
-REMOTE_CODE = [
-    re.compile(r"(?i)\b(?:curl|wget|fetch|http)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b"),
-    re.compile(r"(?i)\b(?:curl|wget)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:python\d?|perl|ruby|node|php)\b"),
-    re.compile(r"(?i)(?:ba|z)?sh\s+<\(\s*(?:curl|wget)\b"),
-    re.compile(r"(?i)\b(?:sh|bash|eval)\b\s+(?:-c\s+)?[\"']?\$\(\s*(?:curl|wget)\b"),
-    re.compile(
-        r"(?i)\b(?:iex|invoke-expression)\b.*\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|downloadstring)\b"
-    ),
-    re.compile(r"(?i)\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n]*\|\s*(?:iex|invoke-expression)\b"),
-    re.compile(r"(?i)\bpowershell\b[^\n]*-(?:enc|encodedcommand)\b"),
-    re.compile(r"(?i)\bpip\s+install\s+(?:git\+)?https?://"),
-]
-EXFILTRATION = [
-    re.compile(
-        r"(?i)\b(?:send|post|upload|forward|email|e-mail|paste|submit|share|report|copy|transmit|exfiltrat\w*)\b"
-        r"(?:(?!\.\s)[^\n]){0,80}?(?:\.env\b|\b(?:password|passwd|credential|secret|token|api[ _-]?key|keys?|ssh|"
-        r"cookie|session|data|database|dump|logs?|files?|customer|personal)\w*\b)[^\n]{0,80}?\b(?:to|at|into)\b\s+"
-        r"(?:https?://|[\w-]+(?:\.[\w-]+)+|\S+@\S+)"
-    ),
-    re.compile(r"(?i)\bcurl\b[^\n]*\s(?:-d|--data(?:-binary|-raw)?|-F|--form|-T|--upload-file)\s[^\n]*https?://"),
-    re.compile(r"(?i)\b(?:scp|rsync)\b[^\n]*\s[\w.-]+@[\w.-]+:"),
-]
-
-
-def _host_allowed(host: str, allowed) -> bool:
-    host = host.lower()
-    for a in allowed:
-        a = a.lower().lstrip(".")
-        if host == a or host.endswith("." + a):
-            return True
-    return False
 
 
 def _get(draft, name, default=None):
     return draft.get(name, default) if isinstance(draft, dict) else getattr(draft, name, default)
 
 
-# Reasons that mark a proposal as poisoned or secret-bearing: such a proposal is quarantined, never applied.
-REASON_REMOTE_CODE = "Tells agents to download and run remote code."
-REASON_INJECTION = "Contains instructions addressed to AI agents (a prompt injection)."
-REASON_EXFILTRATION = "Tells agents to send credentials or data to a host."
+# Reasons that mark a proposal as poisoned or secret-bearing: such a proposal is quarantined, never applied. The
+# screening reasons (markup, remote code, credential reads, sending data away, text addressing agents, unknown hosts)
+# come from dreamweb.screening, which in-band writes share.
+REASON_REMOTE_CODE = screening.REASON_REMOTE_CODE
+REASON_INJECTION = screening.REASON_INJECTION
+REASON_EXFILTRATION = screening.REASON_EXFILTRATION
+REASON_MARKUP = screening.REASON_MARKUP
+REASON_CREDENTIAL_READ = screening.REASON_CREDENTIAL_READ
 REASON_SECRET = "Contained something that looks like a secret (redacted)."
-POISON_REASONS = frozenset({REASON_REMOTE_CODE, REASON_INJECTION, REASON_EXFILTRATION, REASON_SECRET})
+POISON_REASONS = frozenset({*screening.POISON_REASONS, REASON_SECRET})
 REASON_SKILL = "Changes a skill; skills are promoted by people, so it always waits for a reviewer."
+# Short: a card shows it twice (the list and the badge's title). What a source is: AgentSession.source.
+REASON_ONE_SOURCE = "One source: one credential pushed all its sessions."
+
+
+def one_source(draft) -> bool:
+    """Sessions support the draft, and one credential delivered them all (prevalence_sources; 0: not counted)."""
+    return bool(_get(draft, "prevalence_sessions", 0) or _get(draft, "evidence")) and (
+        _get(draft, "prevalence_sources", 0) == 1
+    )
 
 
 def is_poisoned(risk: str, reasons) -> bool:
-    """High risk because of poisoning or a secret (not merely because of where it applies)."""
-    return risk == "high" and bool(POISON_REASONS.intersection(reasons or ()))
+    """High risk because of poisoning, an unknown host or a secret (not merely because of where it applies)."""
+    return risk == "high" and any(r == REASON_SECRET or screening.is_screening_reason(r) for r in reasons or ())
 
 
 def assess(
@@ -315,16 +299,9 @@ def assess(
         high.append("Removes an entry from memory.")
     if store_kind == "shared":
         high.append("Changes a shared store that every agent of the team reads.")
-    if any(p.search(content) for p in REMOTE_CODE):
-        high.append(REASON_REMOTE_CODE)
-    if INJECTION.search(content):
-        high.append(REASON_INJECTION)
-    if any(p.search(content) for p in EXFILTRATION):
-        high.append(REASON_EXFILTRATION)
-    unknown = sorted({url_host(u) for u in urls(content)} - {""})
-    unknown = [h for h in unknown if not _host_allowed(h, allowed_hosts)]
-    if unknown:
-        high.append(f"Points to a host the team has not allowed: {', '.join(unknown[:3])}.")
+    # Whatever its wording: markup, remote code, credential reads, data sent away, text addressing agents, hosts the
+    # team has not allowed (dreamweb.screening; in-band writes get the same screen).
+    high += screening.screen(content, allowed_hosts=allowed_hosts)
     trusts = {e.get("trust") for e in _get(draft, "evidence") or []}
     if trusts and trusts <= {"tool", "web"}:
         source = "web pages" if "web" in trusts else "tool output"
@@ -340,6 +317,8 @@ def assess(
         medium.append("Merges several entries into one.")
     if _get(draft, "target_kind", "memory") == "skill":
         medium.append(REASON_SKILL)
+    if one_source(draft):
+        medium.append(REASON_ONE_SOURCE)
     if high:
         return "high", high + medium
     if medium:

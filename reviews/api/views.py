@@ -23,6 +23,7 @@ from memory.api.common import get_store
 from reviews.analysis import registry
 from reviews.dreams import start_run
 from reviews.models import DreamRun, Proposal, ProposalEvidence, ProposalStatus, Risk, RunStatus
+from reviews.services import update_policy
 
 DREAMS = [HasScope("dreams")]
 
@@ -58,6 +59,8 @@ class ProposalSerializer(serializers.ModelSerializer):
             "rationale",
             "prevalence_sessions",
             "prevalence_of",
+            "prevalence_sources",
+            "prevalence_agents",
             "confidence",
             "risk",
             "risk_reasons",
@@ -208,6 +211,47 @@ class RunDetailView(AgentRetrieveView):
     )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
+
+
+class StoreAgentsSerializer(serializers.Serializer):
+    agents = serializers.ListField(
+        # Names are stripped and blank ones dropped when stored (memory.services.clean_agents).
+        child=serializers.CharField(max_length=100, allow_blank=True, trim_whitespace=False),
+        max_length=1000,
+        help_text="The agents this store serves: its dream reads only their sessions and counts prevalence among "
+        "them. Empty: every agent of the team.",
+    )
+
+
+class StoreAgentsView(AgentAPIView):
+    """The agents a store serves (memory.MemoryStore.agents), set like the rest of its dream policy (audited)."""
+
+    permission_classes = DREAMS
+
+    @extend_schema(
+        tags=["dreams"],
+        summary="The agents a store serves",
+        parameters=[OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="Store slug.")],
+        responses={200: StoreAgentsSerializer, **error_responses(404)},
+    )
+    def get(self, request, slug):
+        store = get_store(self.key, slug)
+        return Response({"agents": list(store.agents or [])})
+
+    @extend_schema(
+        tags=["dreams"],
+        summary="Set the agents a store serves",
+        description="Replaces the list; the change is recorded in the store's policy history.",
+        parameters=[OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="Store slug.")],
+        request=StoreAgentsSerializer,
+        responses={200: StoreAgentsSerializer, **error_responses(400, 404)},
+    )
+    def put(self, request, slug):
+        store = get_store(self.key, slug)
+        data = StoreAgentsSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        update_policy(store, user=None, values={"agents": data.validated_data["agents"]})
+        return Response({"agents": list(store.agents or [])})
 
 
 class DreamTriggerView(AgentAPIView):

@@ -4,10 +4,12 @@ applied; the run gets its counts, cost and status.
 
 Deduplication (docs/dream-pipeline.md): a draft whose signature already waits in this store (pending or
 quarantined) is not stored again and the waiting proposal is left as it is (a reviewer may be reading it); the
-run lists it among its proposals. A draft whose signature was rejected is dropped unless its prevalence (sessions)
-is now higher than at the rejection. Proposals whose risk reasons say poisoning (remote code, sending credentials
-or data away, a secret) are stored as ``quarantined``: never applied and never in the review queue, whatever the
-policy, but kept with their evidence for the record.
+run lists it among its proposals. A draft whose signature was rejected in any store of the team is dropped unless
+its prevalence (sessions) is now higher than at every rejection (its card then lists the earlier decisions: who,
+when, why, in which store: reviews.views.cards). Proposals whose risk reasons say poisoning (what
+dreamweb.screening finds: markup, remote code, credential reads, data sent away, text addressing agents, hosts the
+team has not allowed; or a secret) are stored as ``quarantined``: never applied and never in the review queue,
+whatever the policy, but kept with their evidence for the record.
 """
 
 from __future__ import annotations
@@ -66,10 +68,13 @@ def _session_findings(run: DreamRun) -> list:
     rows = (
         SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE)
         .order_by("id")
-        .values_list("session_id", "session__external_id", "session__agent", "session__task", "findings")
+        .values_list(
+            "session_id", "session__external_id", "session__agent", "session__task", "findings", "session__source"
+        )
     )
     return [
-        SessionFindings(sid, eid, agent, task, evidence_findings(findings)) for sid, eid, agent, task, findings in rows
+        SessionFindings(sid, eid, agent, task, evidence_findings(findings), source=source or "")
+        for sid, eid, agent, task, findings, source in rows
     ]
 
 
@@ -81,16 +86,18 @@ class _Screened:
 
 
 def _screen(store: MemoryStore, drafts: list) -> _Screened:
+    """Waiting proposals are this store's; rejections are the team's: a lesson a reviewer rejected in any store of
+    the team is proposed again only when its prevalence is now higher than at every rejection."""
     unique: dict[str, object] = {}
     for d in drafts:
         unique.setdefault(d.signature, d)  # one proposal per signature, even if the aggregation repeated one
     waiting: dict[str, int] = {}
     rejected: dict[str, int] = {}
-    rows = Proposal.objects.filter(store=store, signature__in=list(unique)).values_list(
-        "id", "signature", "status", "prevalence_sessions"
+    rows = Proposal.objects.filter(team_id=store.team_id, signature__in=list(unique)).values_list(
+        "id", "signature", "status", "prevalence_sessions", "store_id"
     )
-    for pk, sig, status, prevalence in rows:
-        if status in WAITING:
+    for pk, sig, status, prevalence, store_id in rows:
+        if status in WAITING and store_id == store.pk:
             waiting.setdefault(sig, pk)
         elif status == ProposalStatus.REJECTED:
             rejected[sig] = max(rejected.get(sig, 0), prevalence)
@@ -188,6 +195,8 @@ def _persist(run: DreamRun, drafts: list) -> list[int]:
             rationale=d.rationale or "",
             prevalence_sessions=d.prevalence_sessions,
             prevalence_of=d.prevalence_of,
+            prevalence_sources=d.prevalence_sources,
+            prevalence_agents=d.prevalence_agents,
             confidence=float(d.confidence),
             risk=d.risk,
             risk_reasons=list(d.risk_reasons or []),

@@ -93,12 +93,31 @@ def start_run(
     return run
 
 
+class NotServed(ValueError):
+    """A run asked for agents its store does not serve."""
+
+
+def run_agents(store: MemoryStore, asked: Sequence[str] | None) -> list[str]:
+    """The agents whose sessions a run reads: the store's agents (empty: all), narrowed to those asked for (the
+    command's ``--agent``). Raises NotServed when asked only for agents the store does not serve."""
+    served = list(store.agents or [])
+    if not asked:
+        return served
+    asked = sorted(set(asked))
+    if not served:
+        return asked
+    both = [a for a in asked if a in served]
+    if not both:
+        raise NotServed(f"store {store.slug} serves only {', '.join(served)}, not {', '.join(asked)}")
+    return both
+
+
 def _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessions, agents) -> DreamRun:
     policy = get_policy(store)
     label = registry.resolve(analyzer or policy.analyzer)
     inputs = RunInputs(
         max_sessions=int(max_sessions if max_sessions is not None else policy.max_sessions),
-        agents=list(agents if agents is not None else (policy.agents or [])),
+        agents=run_agents(store, agents),
         token_budget=int(policy.token_budget),
         batch_size=int(getattr(settings, "DREAMWEB_DREAM_BATCH_SIZE", 25)),
     )

@@ -14,7 +14,7 @@ from django.db.models import F
 
 from memory.models import AgentSession
 
-from ..analysis.findings import ProposalDraft
+from ..analysis.findings import ProposalDraft, count_sources
 from ..analysis.procedures import recurring_procedures
 from ..analysis.risk import assess, redact_draft
 from ..analysis.skills import group_findings, skill_drafts
@@ -39,6 +39,7 @@ def skill_proposals(
     procedures = recurring_procedures(
         rows, min_sessions=policy.min_sessions, min_share=policy.min_share, sessions_analysed=analysed
     )
+    by_id = {s.session_id: s for s in sessions}
     drafts = []
     for fields in skill_drafts(
         groups,
@@ -49,6 +50,8 @@ def skill_proposals(
         min_share=policy.min_share,
     ):
         draft = ProposalDraft(**fields)
+        supporting = {e.get("session_id") for e in draft.evidence} & by_id.keys()
+        draft.prevalence_sources, draft.prevalence_agents = count_sources(by_id[i] for i in supporting)
         allowed = list(run.team.allowed_hosts or [])
         draft.risk, draft.risk_reasons = assess(draft, store_kind=run.store.kind, allowed_hosts=allowed)
         redact_draft(draft)

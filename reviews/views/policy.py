@@ -16,6 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 from dreamweb.gates import get_for_user, membership_for
 from dreamweb.models import Role
 from memory.models import MemoryStore
+from memory.sessions import agent_sources, describe_source
 
 from .. import policy_impact, services
 from ..forms import PolicyForm
@@ -41,7 +42,7 @@ def policy(request, store_pk: int):
     if request.method == "POST":
         form = PolicyForm(request.POST, instance=AutonomyPolicy(store=store, team=store.team))
         if form.is_valid():
-            values = {name: form.cleaned_data[name] for name in services.POLICY_FIELDS}
+            values = {name: form.cleaned_data[name] for name in (*services.POLICY_FIELDS, *services.STORE_FIELDS)}
             saved, change = services.update_policy(store, user=request.user, values=values)
             if change is None:
                 messages.info(request, "Nothing changed.")
@@ -62,7 +63,7 @@ def policy(request, store_pk: int):
         form = PolicyForm(request.GET, instance=AutonomyPolicy(store=store, team=store.team))
         draft = policy_impact.draft_policy(store, form.cleaned_data) if form.is_valid() else None
     else:
-        form = PolicyForm(instance=current)
+        form = PolicyForm(instance=current, initial={"agents": list(store.agents or [])})
     if not is_admin:
         for field in form.fields.values():
             field.disabled = True
@@ -79,10 +80,12 @@ def policy(request, store_pk: int):
     if previewing and request.htmx:
         return render(request, "reviews/policy.html#impact", context)
     history = []
+    shared_source = _one_key_for_all(store)
     if current.pk:
         history = PolicyChange.objects.filter(policy=current).select_related("changed_by").order_by("-created_at")[:100]
     labels = PolicyForm.labels()
     context["history"] = [(c, policy_impact.readable_changes(c.changes, labels)) for c in history]
+    context["shared_source"] = shared_source
     return render(request, "reviews/policy.html", context)
 
 
@@ -99,3 +102,15 @@ def apply_pending(request, store_pk: int):
         text += f"; {counts['left']} more are left: apply again"
     messages.success(request, text + ".")
     return redirect("reviews:policy", store_pk=store.pk)
+
+
+def _one_key_for_all(store: MemoryStore) -> dict | None:
+    """When one credential delivered the sessions of every agent this store serves (several of them): who, and
+    which agents. A dream counts them as one source, so nothing they teach applies without a reviewer."""
+    sources = agent_sources(store.team_id, store.agents or ())
+    if len(sources) != 1:
+        return None
+    ((source, agents),) = sources.items()
+    if len(agents) < 2:
+        return None
+    return {"label": describe_source(store.team_id, source), "agents": sorted(agents)}

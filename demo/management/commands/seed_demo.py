@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from demo.data import DEMO_SEED, DEMO_STORES, generate_sessions
+from demo.data import ALLOWED_HOSTS, DEMO_SEED, DEMO_STORES, generate_sessions
 from dreamweb import rls
 from dreamweb.models import AgentKey, Membership, Role, Scope, Team
 from dreamweb.provenance import Author, Provenance
@@ -79,7 +79,13 @@ class Command(BaseCommand):
     # --- pieces ------------------------------------------------------------------------------------------------
 
     def _teams(self) -> dict[str, Team]:
-        return {slug: create_team(slug, name)[0] for slug, name in TEAMS.items()}
+        teams = {slug: create_team(slug, name)[0] for slug, name in TEAMS.items()}
+        for slug, team in teams.items():
+            if not team.allowed_hosts and ALLOWED_HOSTS.get(slug):
+                with rls.team_scope(team):
+                    team.allowed_hosts = list(ALLOWED_HOSTS[slug])
+                    team.save(update_fields=["allowed_hosts"])
+        return teams
 
     def _users(self, teams) -> dict:
         User = get_user_model()
@@ -133,11 +139,21 @@ class Command(BaseCommand):
         for doc in generate_sessions(team.slug, count, seed=seed, start=start):
             batch.append(validate_session(doc))
             if len(batch) == 200:
-                new += len(store_batch(team, batch).created)
+                new += self._push_sessions(team, batch)
                 batch = []
         if batch:
-            new += len(store_batch(team, batch).created)
+            new += self._push_sessions(team, batch)
         return new, AgentSession.objects.for_team(team).count()
+
+    @staticmethod
+    def _push_sessions(team, batch) -> int:
+        # As a team whose agents each push with a key of their own: one demo source per agent (AgentSession.source).
+        by_agent: dict[str, list] = {}
+        for clean in batch:
+            by_agent.setdefault(clean.fields["agent"], []).append(clean)
+        return sum(
+            len(store_batch(team, cleans, source=f"demo:{agent}"[:100]).created) for agent, cleans in by_agent.items()
+        )
 
     def _key(self, team, admin) -> str | None:
         if AgentKey.objects.for_team(team).filter(name=KEY_NAME).exists():

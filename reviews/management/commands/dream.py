@@ -60,6 +60,10 @@ class Command(BaseCommand):
             self.stderr.write(
                 f"dreaming over {team.slug}/{store.slug} {where}{' (dry run)' if opts['dry_run'] else ''}"
             )
+        try:
+            dreams.runs.run_agents(store, opts["agents"])
+        except dreams.NotServed as exc:
+            raise CommandError(str(exc)) from exc
         run = dreams.start_run(
             store,
             trigger=Trigger.COMMAND,

@@ -1,0 +1,548 @@
+"""Screening of a text that could become memory: what no policy may ever apply and no agent may ever be served.
+
+Five families, whatever the wording: markup a page or an agent could run (tags with attributes, event handlers,
+``javascript:`` links), code fetched or sent over the network and run (a pipeline into an interpreter or a network
+tool, ``$(curl …)``, inline interpreter code that opens sockets or runs commands, decodes into a shell, reverse
+shells), reading credential files or stores (``~/.ssh``, ``.env``, ``~/.aws``, keychains, tokens), hosts the team has
+not allowed in any form (URLs, bare host names, IP addresses in any notation, ``user@host``, single-label hosts
+after a network tool) and text addressing the agents themselves ("ignore previous instructions").
+
+The text is read in several views, so that spelling does not hide a family: as written; with HTML entities,
+percent-encoding and ``\\uXXXX``/``\\xNN`` escapes decoded; with NFKC, zero-width and other format characters removed,
+look-alike letters (Cyrillic, Greek) folded to Latin, shell line continuations joined and empty quotes and
+``${IFS}`` removed; and, for text addressing agents, with digits read as letters ("1gn0r3") and letters spaced out
+("i g n o r e") joined. Hosts are compared as written (after NFKC): a look-alike host is another host.
+
+Pure functions, no Django: the memory service screens in-band writes with it, the dream's risk rules
+(reviews.analysis.risk) screen every proposal with it.
+"""
+
+from __future__ import annotations
+
+import html
+import ipaddress
+import re
+import unicodedata
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+# --- the reasons, one per family (a proposal or a refused write names them) ----------------------------------------
+
+REASON_MARKUP = (
+    "Holds markup a page or an agent could run (a tag with attributes, an event handler, a javascript: link)."
+)
+REASON_REMOTE_CODE = "Tells agents to download and run remote code."
+REASON_CREDENTIAL_READ = "Reads credential files or stores (SSH keys, .env, cloud credentials, keychains, tokens)."
+REASON_INJECTION = "Contains instructions addressed to AI agents (a prompt injection)."
+REASON_EXFILTRATION = "Tells agents to send credentials or data to a host."
+UNKNOWN_HOST_PREFIX = "Points to a host the team has not allowed"
+
+POISON_REASONS = (
+    REASON_MARKUP,
+    REASON_REMOTE_CODE,
+    REASON_CREDENTIAL_READ,
+    REASON_INJECTION,
+    REASON_EXFILTRATION,
+)
+
+
+def unknown_host_reason(hosts) -> str:
+    return f"{UNKNOWN_HOST_PREFIX}: {', '.join(sorted(hosts)[:3])}."
+
+
+def is_screening_reason(reason: str) -> bool:
+    return reason in POISON_REASONS or reason.startswith(UNKNOWN_HOST_PREFIX)
+
+
+# --- views of the text ----------------------------------------------------------------------------------------------
+
+# Letters that look like Latin ones (Cyrillic, Greek, a few others): folded for reading, never for hosts.
+_CONFUSABLES = str.maketrans(
+    {
+        "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+        "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "һ": "h", "ԁ": "d", "ԛ": "q",
+        "ԝ": "w", "ɡ": "g", "ɩ": "i", "ο": "o", "α": "a", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ρ": "p",
+        "τ": "t", "υ": "u", "χ": "x", "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O",
+        "Р": "P", "С": "C", "Т": "T", "Х": "X", "Ѕ": "S", "І": "I", "Ј": "J", "Α": "A", "Β": "B", "Ε": "E",
+        "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y",
+        "Χ": "X", "ı": "i",
+    }
+)  # fmt: skip
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|\\U([0-9a-fA-F]{8})")
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "|": "l"})
+
+
+def _drop_format(text: str) -> str:
+    """Without zero-width and other invisible format characters (category Cf) and without controls but whitespace."""
+    return "".join(
+        c for c in text if unicodedata.category(c) != "Cf" and (c in "\t\n\r" or unicodedata.category(c) != "Cc")
+    )
+
+
+def _decode(text: str, *, entities: bool = True) -> str:
+    """HTML entities, percent-encoding and backslash escapes decoded (twice: one layer may hide another)."""
+    for _ in range(2):
+        if entities:
+            text = html.unescape(text)
+        if "%" in text:
+            text = unquote(text)
+        text = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2) or m.group(3), 16)), text)
+    return text
+
+
+def _shell_plain(text: str) -> str:
+    """What a shell runs: line continuations joined, ``${IFS}`` a space, empty quotes and backslashes inside words
+    gone (``c''url`` is curl)."""
+    text = re.sub(r"\\\r?\n", "", text)
+    text = re.sub(r"\$\{?IFS\}?", " ", text)
+    text = re.sub(r"(?<=\w)(?:''|\"\")(?=\w)", "", text)
+    return re.sub(r"(?<=\w)\\(?=\w)", "", text)
+
+
+@dataclass(frozen=True)
+class Views:
+    raw: str
+    plain: str  # decoded, NFKC, no format characters, confusables folded, shell-plain; original case
+    low: str  # plain, lower case
+    compact: str  # low without any whitespace (for schemes split by tabs or newlines)
+    hosts: str  # decoded and NFKC, confusables kept (a look-alike host is another host); also paths as written
+    markup: str  # as plain, but HTML entities left as written: escaped markup (`&lt;script&gt;`) is text
+
+    @classmethod
+    def of(cls, text: str) -> Views:
+        decoded = unicodedata.normalize("NFKC", _drop_format(_decode(text or "")))
+        plain = _shell_plain(decoded.translate(_CONFUSABLES))
+        low = plain.lower()
+        markup = unicodedata.normalize("NFKC", _drop_format(_decode(text or "", entities=False)))
+        return cls(text or "", plain, low, re.sub(r"\s+", "", low), decoded, markup.translate(_CONFUSABLES))
+
+
+# --- markup ---------------------------------------------------------------------------------------------------------
+
+_DANGEROUS_TAGS = (
+    "script|iframe|frame|frameset|object|embed|applet|svg|math|meta|style|link|base|form|marquee|body|img|image|"
+    "input|details|video|audio|source|template|xml|isindex|bgsound|animate|set|textarea|button|select|keygen"
+)
+_HTML_TAGS = (
+    _DANGEROUS_TAGS + "|a|div|span|p|table|td|tr|th|ul|ol|li|h[1-6]|section|article|header|footer|nav|main|aside|"
+    "b|i|u|em|strong|font|center|pre|code|blockquote|label|option|area|map|picture|canvas|dialog|summary|abbr|"
+    "html|head|title"
+)
+MARKUP = [
+    # An element that runs or loads something, in any case, closed or not (`<SCRIPT SRC=…>`, `<svg/onload…>`).
+    re.compile(rf"<\s*/?\s*(?:{_DANGEROUS_TAGS})(?=[\s/>]|$)", re.I),
+    # Any HTML element given attributes (`<div style=…>`, `<a href=…>`): markup, not prose.
+    re.compile(rf"<\s*(?:{_HTML_TAGS})\s[^<>]*?[\w-]+\s*=", re.I),
+    # An event handler inside a tag.
+    re.compile(r"<[^<>]*\bon[a-z]{3,}\s*=", re.I),
+    # An HTML comment or processing instruction (text hidden from the page, shown to a model).
+    re.compile(r"<!--|<\?(?!xml\b)", re.I),
+]
+SCRIPT_SCHEME = re.compile(r"(?:java|vb|live|ecma)script:|data:(?:text/html|image/svg|application/(?:x-)?javascript)")
+# A markdown image whose address carries a shell or template variable: it leaks what the variable holds.
+LEAKY_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*(?:\$\{?\w+|\{\{)")
+
+
+def _markup(v: Views) -> bool:
+    return (
+        any(p.search(v.markup) for p in MARKUP)
+        or bool(SCRIPT_SCHEME.search(v.compact))
+        or bool(LEAKY_IMAGE.search(v.plain))
+    )
+
+
+# --- remote code ----------------------------------------------------------------------------------------------------
+
+_SHELLS = r"(?:ba|z|da|k|fi|tc|c|a)?sh"
+_INTERPRETERS = (
+    rf"{_SHELLS}|python[\d.]*|perl|ruby|node|nodejs|deno|bun|php|lua|tclsh|pwsh|powershell|iex|invoke-expression|"
+    r"osascript|cmd(?:\.exe)?"
+)
+_NET_TOOLS = r"curl|wget|nc|ncat|netcat|socat|telnet|fetch|aria2c|iwr|irm|invoke-webrequest|invoke-restmethod|http"
+REMOTE_CODE = [
+    # A pipeline into an interpreter: `… | sh`, `|sudo -E bash -s`, `| /usr/bin/env python3 -`.
+    re.compile(rf"\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:/usr/bin/env\s+|env\s+)?(?:/[\w./-]*/)?(?:{_INTERPRETERS})\b", re.I),
+    # A pipeline into a network tool (data sent away): `env | curl --data-binary @-`, `| nc host 9000`.
+    re.compile(rf"\|\s*(?:sudo\s+)?(?:{_NET_TOOLS})\b", re.I),
+    # Command or process substitution of a network tool: `$(curl …)`, `` `wget …` ``, `<(curl …)`.
+    re.compile(rf"(?:\$\(|`|<\()\s*(?:sudo\s+)?(?:{_NET_TOOLS})\b", re.I),
+    # An interpreter run on a substitution or a process substitution: `sh -c "$(…)"`, `eval "$(…)"`, `bash <(…)`.
+    re.compile(rf"\b(?:{_SHELLS}|eval|source|exec)\s+(?:-\w+\s+)*[\"']?(?:\$\(|`|<\()", re.I),
+    re.compile(r"(?:^|[;&|(]\s*)\.\s+<\(", re.I),
+    # Raw sockets of shells and awk: reverse shells.
+    re.compile(r"/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/", re.I),
+    # A network tool told to run a program: `nc -e /bin/sh`, `ncat --exec`, `socat … EXEC:`.
+    re.compile(r"\b(?:nc|ncat|netcat|busybox\s+nc)\b[^\n]*\s(?:-e|-c|--exec|--sh-exec|--lua-exec)\b", re.I),
+    re.compile(r"\bsocat\b[^\n]*\b(?:exec|system):", re.I),
+    re.compile(r"\bmkfifo\b[^\n]*\b(?:nc|ncat|netcat|telnet|openssl\s+s_client)\b", re.I),
+    # Download, make executable, run.
+    re.compile(r"\b(?:curl|wget)\b[^\n]*(?:\s-o\s*|\s-O\s*|--output[= ])\S+[^\n]*&&[^\n]*\bchmod\s+\+?[0-7]*x", re.I),
+    # PowerShell and Windows download-and-run.
+    re.compile(
+        r"\b(?:iex|invoke-expression)\b[^\n]*\b(?:downloadstring|downloadfile|iwr|irm|invoke-webrequest|"
+        r"invoke-restmethod|net\.webclient)\b",
+        re.I,
+    ),
+    re.compile(r"\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n]*\|\s*(?:iex|invoke-expression)\b", re.I),
+    re.compile(r"\bpowershell(?:\.exe)?\b[^\n]*\s-(?:e|ec|enc|encodedcommand)\s", re.I),
+    re.compile(
+        r"\bcertutil(?:\.exe)?\b[^\n]*-urlcache\b|\bbitsadmin\b[^\n]*/transfer\b|\bmshta(?:\.exe)?\s+\S*(?:https?:|//|\\\\)"
+        r"|\bregsvr32\b[^\n]*/i:\s*https?:|\brundll32\b[^\n]*javascript:",
+        re.I,
+    ),
+    # Installing from an address instead of an index.
+    re.compile(r"\bpip\d?\s+install\s+(?:\S+\s+)*?(?:git\+)?https?://", re.I),
+]
+# Inline interpreter code (`python -c`, `perl -e`, `ruby -e`, `node -e`, `php -r`, `bash -c`) that opens sockets,
+# downloads, decodes or runs commands.
+INLINE_CODE = re.compile(
+    rf"\b(?:{_INTERPRETERS})\b(?:\s+-{{1,2}}[\w-]+)*?\s+-(?:c|e|r|E|command)\b(?P<code>[^\n]*)", re.I
+)
+INLINE_DANGER = re.compile(
+    r"socket|urlopen|urllib|requests\.|http\.client|httpx|fsockopen|tcpsocket|net::http|child_process|os\.system|"
+    r"subprocess|popen|pty\.spawn|exec\s*\(|eval\s*\(|execsync|spawn\s*\(|system\s*\(|base64|b64decode|"
+    rf"\$\(|\b(?:{_NET_TOOLS})\b|https?:|/dev/tcp",
+    re.I,
+)
+
+
+def _remote_code(v: Views) -> bool:
+    if any(p.search(v.plain) for p in REMOTE_CODE):
+        return True
+    return any(INLINE_DANGER.search(m.group("code")) for m in INLINE_CODE.finditer(v.plain))
+
+
+# --- credential reads -----------------------------------------------------------------------------------------------
+
+_HOME = r"(?:~|\$home|\$\{home\}|%userprofile%|\$env:userprofile|/home/[\w.-]+|/users/[\w.-]+|/root|c:\\users\\[\w.-]+)"
+CREDENTIAL_PATHS = re.compile(
+    r"(?:^|[\s\"'`(=:/\\])(?:"
+    rf"{_HOME}[/\\]+\.ssh\b|\.ssh[/\\]+(?:id_|authorized_keys|known_hosts|config\b)|"
+    rf"{_HOME}[/\\]+\.(?:aws|azure|kube|docker|gnupg|password-store|terraform\.d|config[/\\]+(?:gcloud|gh|hub|op))\b|"
+    r"\.aws[/\\]+(?:credentials|config|sso)\b|\.kube[/\\]+config\b|\.docker[/\\]+config\.json\b|"
+    r"\.config[/\\]+gcloud[/\\]+|application_default_credentials\.json|accesstokens\.json|msal_token_cache|"
+    r"\.netrc\b|\.git-credentials\b|\.npmrc\b|\.pypirc\b|\.vault-token\b|\.pgpass\b|\.my\.cnf\b|"
+    r"credentials\.tfrc\.json|\.config[/\\]+gh[/\\]+hosts\.yml|keychains?[/\\]|\.keychain(?:-db)?\b|"
+    r"/etc/(?:shadow|gshadow|sudoers)\b|/var/run/secrets/|/run/secrets/|169\.254\.169\.254|metadata\.google\.internal"
+    r")",
+    re.I,
+)
+CREDENTIAL_COMMANDS = re.compile(
+    r"\bsecurity\s+(?:find-(?:generic|internet)-password|dump-keychain|export)\b|\bsecret-tool\s+(?:lookup|search)\b|"
+    r"\bop\s+(?:item\s+get|read|document\s+get)\b|\bkubectl\s+config\s+view\b[^\n]*--raw|"
+    r"\baws\s+configure\s+(?:export-credentials|get\s+\S*(?:secret|key|token))|"
+    r"\bgcloud\s+auth\s+(?:print-access-token|print-identity-token|application-default\s+print-access-token)\b|"
+    r"\baz\s+account\s+get-access-token\b|\bgh\s+auth\s+token\b|\bvault\s+(?:read|kv\s+get)\b|"
+    r"\b(?:printenv|env|set|export\s+-p)\s*\|\s*(?:grep|findstr|select-string)\b[^\n]*"
+    r"(?:token|secret|key|pass|cred|auth)|"
+    r"\bfind\b[^\n]*-name\s+['\"]?\*?\.(?:pem|key|p12|pfx|kdbx)\b[^\n]*-exec\b|"
+    r"\b(?:cat|type|less|more|head|tail|base64|xxd|strings|scp|nc)\b[^\n|;]*\.(?:pem|p12|pfx|kdbx|keystore)\b",
+    re.I,
+)
+# `.env` read (not `.env.example`, not the destination of a copy): a read verb before it, or a verb that sends it.
+_ENV_FILE = r"(?<![\w.-])(?:\./)?\.env(?:\.(?!example\b|sample\b|template\b|dist\b|defaults?\b)[\w-]+|\*)?(?![\w.-])"
+ENV_READ = re.compile(
+    rf"(?:\b(?:cat|less|more|head|tail|type|grep|rg|ag|awk|sed|source|strings|base64|xxd|print|paste|send|upload|"
+    rf"post|attach|share|dump|read|open|show|echo|get-content|gc|tar|zip|scp|rsync)\b|(?:^|[;&|]\s*)\.)"
+    rf"[^\n|;&]*?{_ENV_FILE}",
+    re.I,
+)
+
+
+def _credential_read(v: Views) -> bool:
+    return any(p.search(t) for t in (v.plain, v.hosts) for p in (CREDENTIAL_PATHS, CREDENTIAL_COMMANDS, ENV_READ))
+
+
+# --- text addressing agents -----------------------------------------------------------------------------------------
+
+_OVERRIDE = (
+    r"(?:ignore|disregard|forget|override|skip|bypass|discard|drop|abandon|pretend|ignoriere|vergiss|ignora|ignorez|"
+    r"oubliez|olvida)"
+)
+_PRIOR = (
+    r"(?:previous|prior|above|earlier|preceding|original|initial|existing|system|all|any|your|the|every|vorherigen|"
+    r"anteriores|précédentes)"
+)
+_RULES = (
+    r"(?:instructions?|rules|guidelines|guardrails|directives|prompts?|policies|policy|restrictions|constraints|"
+    r"safety|orders|checks|context|messages?|everything|anweisungen|instrucciones|consignes)"
+)
+INJECTION = [
+    # "ignore (all) previous instructions", "forget your earlier rules", "disregard everything above".
+    re.compile(
+        rf"\b{_OVERRIDE}\b(?:\s+(?:all|any|of|the|your|my|these|those|everything|alle|las|todas|toutes|les)){{0,3}}"
+        rf"\s+(?:{_PRIOR}\s+)+(?:\w+\s+)?{_RULES}\b",
+        re.I,
+    ),
+    re.compile(rf"\b{_OVERRIDE}\s+everything\s+(?:above|before|said)\b", re.I),
+    re.compile(
+        rf"\b{_OVERRIDE}\s+(?:\w+\s+){{0,2}}{_RULES}\s+(?:anteriores|previas|précédentes|vorherigen|"
+        r"bisherigen|previous|above|earlier|prior|precedenti)\b",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:pretend|act as if)\b[^\n.]{0,40}\b(?:instructions|guidelines|rules)\b[^\n.]{0,20}\bnever existed\b", re.I
+    ),
+    # Role and prompt markers of chat templates.
+    re.compile(
+        r"<\|(?:im_start|im_end|system|user|assistant|endoftext)\|>|\[/?inst\]|<<\s*/?sys\s*>>|"
+        r"^#{2,}\s*(?:instruction|system|response)\s*:|<\s*/?\s*system\s*>|\[system\]",
+        re.I | re.M,
+    ),
+    re.compile(r"^\s*(?:system|assistant)\s*(?:prompt)?\s*:", re.I | re.M),
+    # Words to the AI itself.
+    re.compile(
+        r"\b(?:note|message|memo|instructions?)\s+(?:to|for)\s+(?:all\s+|any\s+|the\s+)?(?:ai|llm|gpt|automated|"
+        r"coding|language[- ]model|documentation)\b",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:dear|hey|hi|hello|attention)\s+(?:ai|llm|gpt|chatgpt|claude|gemini|copilot|assistant|agent|"
+        r"model|bot)s?\b",
+        re.I,
+    ),
+    re.compile(r"\b(?:ai|llm)\s*(?:agents?|assistants?|models?|bots?)?\s*(?:reading this|:)", re.I),
+    re.compile(r"\bif you are an? (?:ai|llm|language model|assistant|agent|bot)\b", re.I),
+    re.compile(
+        r"\b(?:you are now|from now on,? you|your (?:new|real|true) (?:task|instructions?|role|goal)|"
+        r"new system prompt|the system prompt is (?:now|replaced)|you must now|"
+        r"you have been (?:authori[sz]ed|granted))",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:remember (?:this )?permanently|(?:add|save|store|write|append)\s+(?:this|the following|it)?\s*"
+        r"(?:verbatim\s+)?(?:to|in|into)\s+(?:your\s+)?(?:long[- ]term\s+|persistent\s+)?memory|"
+        r"(?:also\s+)?write to memory\s*:)",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:do not|don't|never) (?:tell|inform|reveal|mention|show)\b[^\n.]{0,40}\b(?:user|human|operator|"
+        r"reviewer|developers?)\b",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:mark|flag|set)\s+(?:this|it)\b[^\n.]{0,30}\bas\s+low[- ]risk\b|"
+        r"\bapprove (?:this|every|all)\b[^\n.]{0,40}\b(?:pull request|change|refund|proposal)s?\b|"
+        r"\b(?:reviewer|administrator|team lead|developers?)\b[^\n.]{0,40}\b(?:already )?"
+        r"(?:approved|authori[sz]ed)\b"
+        r"[^\n.]{0,40}\b(?:apply|skip|push|merge|disable|approve|without)\b",
+        re.I,
+    ),
+    re.compile(r"\bas your (?:administrator|admin|owner|developer|operator|creator)\b", re.I),
+    re.compile(
+        r"\b(?:automated|ai|llm)\s+(?:reviewer|assistant|agent)s?\s*:|\bthis message is for the (?:automated|ai)\b",
+        re.I,
+    ),
+    re.compile(r"\b(?:documentation|coding|support|ai)\s+assistants?\s+must\b", re.I),
+    re.compile(r"忽略|无视|之前的(?:所有)?指令|忽視|以前の指示|無視して"),
+]
+
+
+# The phrases that override an agent's instructions (the first patterns above): also looked for in the obfuscated
+# spellings, where the other patterns would see words that are not there.
+OVERRIDES = INJECTION[:3]
+_MIXED_TOKEN = re.compile(r"\b(?=\w*[a-z])(?=\w*\d)\w+\b")
+
+
+def _injection(v: Views) -> bool:
+    if any(p.search(v.plain) for p in INJECTION):
+        return True
+    # Digits read as letters in words that mix both ("1gn0r3 pr3v10u5"), spaced-out letters joined ("i g n o r e").
+    leet = _MIXED_TOKEN.sub(lambda m: m.group(0).translate(_LEET), v.low)
+    spaced = re.sub(r"\s{2,}", " ", re.sub(r"(?<=\b\w) (?=\w\b)", "", v.low))
+    return any(p.search(t) for t in (leet, spaced) for p in OVERRIDES)
+
+
+# --- exfiltration (prose) -------------------------------------------------------------------------------------------
+
+EXFILTRATION = [
+    re.compile(
+        r"(?i)\b(?:send|post|upload|forward|email|e-mail|paste|submit|share|report|copy|transmit|exfiltrat\w*|attach|"
+        r"print)\b(?:(?!\.\s)[^\n]){0,80}?(?:\.env\b|\b(?:password|passwd|credential|secret|token|api[ _-]?key|keys?|"
+        r"ssh|cookie|session|data|database|dump|logs?|files?|customer|personal)\w*\b)[^\n]{0,80}?\b(?:to|at|into)\b\s+"
+        r"(?:https?://|[\w-]+(?:\.[\w-]+)+|\S+@\S+)"
+    ),
+    re.compile(
+        r"(?i)\bcurl\b[^\n]*\s(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file)\s[^\n]*"
+        r"(?:https?://|\b[\w-]+\.[a-z]{2,}\b)"
+    ),
+    re.compile(r"(?i)\b(?:scp|rsync)\b[^\n]*\s[\w.-]+@[\w.-]+:"),
+]
+
+
+def _exfiltration(v: Views) -> bool:
+    return any(p.search(v.plain) for p in EXFILTRATION)
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+# --- hosts ----------------------------------------------------------------------------------------------------------
+
+# Top-level domains that also end common file names (`app.py`, `notes.md`, `lib.rs`, `run.sh`): a name ending in one
+# is a host only when a scheme, a user or a port says so, or a network tool names it.
+_FILE_TLDS = frozenset(
+    _words(
+        "py sh md rs pl cc so in js ts go rb cs ps mk am me la ml sc do is it to at be as by ch cl cx dk de "
+        "es fi fm fr gr hr id im ir jp kr lt lu ly mn ms mu mx nl no nu pe ph pk pm pt pw py re ro ru se sg si sk sm "
+        "st su sv tf tk tm tv tw ua uk us uz vc ve vn ws yt zm gz bz xz rar zip tar bin exe dll app ini cfg log txt "
+        "csv tsv json yaml yml toml lock xml html htm css scss sql db bak tmp out err pid sock swp old orig rej cpp "
+        "hpp jsx tsx vue svelte kt java scala clj ex exs erl hs lua r jl swift dart php mod sum gradle properties "
+        "conf env sample template dist test spec min map gif png jpg jpeg svg ico webp pdf tgz deb rpm whl egg "
+        "pem key crt cer csr pub gpg asc sig"
+    )
+)
+# Top-level domains a bare name (no scheme) is read as a host with. Generic ones and the reserved test names.
+_HOST_TLDS = frozenset(
+    _words(
+        "com net org edu gov mil int biz info name pro xyz top cc io co ai app dev cloud site online tech store shop "
+        "link click live today space website club page host hosting network systems services digital agency zone "
+        "example test invalid local internal lan corp home intranet onion su ru cn de uk fr nl eu us ca au jp kr in "
+        "br mx es it pl se no fi dk ch at be cz sk hu ro bg gr tr ua by kz ir il sa ae za ng ke eg ar cl pe ve id my "
+        "sg th vn ph pk bd lk np tw hk mo nz ie pt lt lv ee is lu li mc sm va ad gl fo"
+    )
+)
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_HOST_NAME = rf"(?:{_LABEL}\.)+(?:[a-z]{{2,24}}|xn--[a-z0-9-]+)"
+URL_ANY = re.compile(r"(?<![\w.+-])(?:[a-z][a-z0-9+.-]{1,15}:)?//(?P<auth>[^\s/?#\"'`<>(){}\\,;|]*)", re.I)
+USER_AT_HOST = re.compile(rf"(?<![\w.%+-])[\w.+-]+@(?P<host>{_HOST_NAME}|{_LABEL})(?=[:/\s\"'`]|$)", re.I)
+BARE_HOST = re.compile(rf"(?<![\w@./:-])(?P<host>{_HOST_NAME})(?::(?P<port>\d{{1,5}}))?(?![\w-]|\.[a-z0-9])", re.I)
+IPV4 = re.compile(r"(?<![\w.])(?P<ip>(?:\d{1,3}\.){3}\d{1,3})(?::\d{1,5})?(?![\w.]|\.\d)")
+LABEL_PORT = re.compile(rf"(?<![\w.@/:-])(?P<host>{_LABEL})(?=:(?:\d{{2,5}})(?![\w.:]))", re.I)
+# Single-label hosts named as the target of a network tool: `ssh jump01`, `nc tfstate-sync 7000`, `scp f backup-07:`,
+# "copy … to backup-07 with scp".
+NET_TARGET = re.compile(
+    rf"\b(?:ssh|scp|sftp|rsync|nc|ncat|netcat|telnet|ping|ftp|mosh|rdesktop|psql\s+-h|mysql\s+-h|redis-cli\s+-h)\b"
+    rf"(?:\s+-{{1,2}}[\w-]+(?:[ =](?!-)[^\s]+)?)*\s+(?:[\w.-]+@)?(?P<host>{_LABEL})(?=$|[\s:])",
+    re.I,
+)
+PROSE_TARGET = re.compile(
+    rf"\b(?:to|on|from|onto|via)\s+(?P<host>{_LABEL}-?\d+[a-z0-9-]*|[a-z]+-[a-z0-9-]+)\s+"
+    rf"(?:with|using|over|via|by)\s+(?:scp|ssh|rsync|sftp|nc|netcat|ftp)\b",
+    re.I,
+)
+_NOT_HOSTS = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+_WORDS_NOT_HOSTS = frozenset(
+    _words(
+        "-- - the a an and or to from with via using over into on in at by for of it this that user root host hosts "
+        "server servers remote origin main master head http https ftp file files key keys port ports all any"
+    )
+)
+
+
+def _loopback(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host in _NOT_HOSTS or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_unspecified
+
+
+def host_allowed(host: str, allowed) -> bool:
+    """Equal to an allowed entry or one of its subdomains; loopback is not a remote host."""
+    host = host.lower().rstrip(".")
+    if _loopback(host):
+        return True
+    for a in allowed or ():
+        a = str(a).lower().strip().lstrip(".").rstrip(".")
+        if a and (host == a or host.endswith("." + a)):
+            return True
+    return False
+
+
+def _authority_host(auth: str) -> str:
+    """The host of a URL's authority: after any user info (`github.com@evil.example` is evil.example), without the
+    port; IPv6 literals kept in brackets; integer and hex IPv4 (`0xCB007109`, `3405803785`) as dotted."""
+    auth = auth.rsplit("@", 1)[-1]
+    if auth.startswith("["):
+        return auth[: auth.find("]") + 1] if "]" in auth else auth
+    host = auth.split(":", 1)[0].rstrip(".")
+    if re.fullmatch(r"0x[0-9a-f]+|\d{8,10}", host, re.I):
+        try:
+            return str(ipaddress.IPv4Address(int(host, 0)))
+        except ValueError:
+            return host
+    return host
+
+
+def _file_like(name: str, text: str, start: int) -> bool:
+    """A dotted name that is a file, a module or a package rather than a host: its last part is a file extension,
+    or it is a dotted code path (`logging.getLogger`, `com.example.app.MainActivity`, `time.sleep`)."""
+    tld = name.rsplit(".", 1)[-1].lower()
+    if tld not in _HOST_TLDS or tld in _FILE_TLDS:
+        return True
+    before = text[max(0, start - 1) : start]
+    after = text[start + len(name) : start + len(name) + 1]
+    return before in "/\\" and before != "" or after == "("
+
+
+def hosts_in(text: str) -> set[str]:
+    """Every remote host the text names, in any form: URLs of any scheme (also `//host`), user@host, bare names with
+    a known top-level domain, IP addresses (also `host:port`), single labels with a port or after a network tool."""
+    v = text if isinstance(text, Views) else Views.of(text)
+    t = v.hosts
+    found: set[str] = set()
+    spans: list[tuple[int, int]] = []
+    for m in URL_ANY.finditer(t):
+        host = _authority_host(m.group("auth"))
+        if host:
+            found.add(host.lower())
+        spans.append(m.span())
+    for m in USER_AT_HOST.finditer(t):
+        found.add(m.group("host").lower())
+    for m in BARE_HOST.finditer(t):
+        if any(a <= m.start() < b for a, b in spans):
+            continue
+        name = m.group("host")
+        if m.group("port") or not _file_like(name, t, m.start()):
+            found.add(name.lower())
+    for m in IPV4.finditer(t):
+        if any(a <= m.start() < b for a, b in spans):
+            continue
+        try:
+            found.add(str(ipaddress.IPv4Address(m.group("ip"))))
+        except ValueError:
+            continue  # a version number such as 1.2.3.400
+    for pattern in (LABEL_PORT, NET_TARGET, PROSE_TARGET):
+        for m in pattern.finditer(t):
+            host = m.group("host").lower()
+            if host not in _WORDS_NOT_HOSTS and not host.isdigit() and not host.startswith("-"):
+                found.add(host)
+    return {h for h in found if h and not _loopback(h)}
+
+
+def _version_like(host: str) -> bool:
+    return bool(re.fullmatch(r"\d+(?:\.\d+){3}", host)) and any(int(p) > 255 for p in host.split("."))
+
+
+def unknown_hosts(text, allowed=()) -> list[str]:
+    return sorted(h for h in hosts_in(text) if not host_allowed(h, allowed) and not _version_like(h))
+
+
+# --- the screen -----------------------------------------------------------------------------------------------------
+
+
+def screen(text: str | None, *, allowed_hosts=()) -> list[str]:
+    """The named reasons why this text must never become memory on its own (empty: nothing found)."""
+    if not text or not text.strip():
+        return []
+    v = Views.of(text)
+    reasons = []
+    if _markup(v):
+        reasons.append(REASON_MARKUP)
+    if _remote_code(v):
+        reasons.append(REASON_REMOTE_CODE)
+    if _credential_read(v):
+        reasons.append(REASON_CREDENTIAL_READ)
+    if _exfiltration(v):
+        reasons.append(REASON_EXFILTRATION)
+    if _injection(v):
+        reasons.append(REASON_INJECTION)
+    unknown = unknown_hosts(v, allowed_hosts)
+    if unknown:
+        reasons.append(unknown_host_reason(unknown))
+    return reasons
