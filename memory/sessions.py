@@ -462,6 +462,27 @@ def store_batch(team, sessions: list[CleanSession], *, key=None) -> BatchResult:
     return BatchResult(created=[eid for eid in by_id if eid in inserted], unchanged=unchanged, conflicts=conflicts)
 
 
+def team_agents(team_id: int) -> list[str]:
+    """The distinct agent names of a team's sessions, in order. On PostgreSQL a skip scan through the (team, agent)
+    prefix of agentsession_team_agent_newest: one index probe per agent, however many sessions each has."""
+    if connection.vendor != "postgresql":
+        rows = AgentSession.objects.filter(team_id=team_id).order_by("agent").values_list("agent", flat=True)
+        return list(rows.distinct())
+    table = connection.ops.quote_name(AgentSession._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""WITH RECURSIVE agents(agent) AS (
+                (SELECT agent FROM {table} WHERE team_id = %s ORDER BY agent LIMIT 1)
+                UNION ALL
+                SELECT (SELECT s.agent FROM {table} s WHERE s.team_id = %s AND s.agent > a.agent
+                        ORDER BY s.agent LIMIT 1)
+                FROM agents a WHERE a.agent IS NOT NULL
+            ) SELECT agent FROM agents WHERE agent IS NOT NULL""",  # noqa: S608 - the table name is the model's
+            [team_id, team_id],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
 def iter_jsonl(lines: Iterable[bytes | str]) -> Iterator[tuple[int, object, int, str | None]]:
     """Yield (line number, parsed document or None, size in bytes, error) for each non-blank line."""
     for number, raw in enumerate(lines, start=1):
