@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
+
 from reviews.analysis import aggregate as agg
 from reviews.analysis.findings import SessionFindings
 from reviews.analysis.rules import analyze
@@ -438,6 +440,44 @@ def test_a_wording_with_a_detail_of_one_session_joins_the_others_and_leaves_its_
     docs = [S(f"n-{i}", "captain").call("bash", "git status", "clean").note(t).doc for i, t in enumerate(notes * 2)]
     (p,) = run(docs + [filler(i, "other") for i in range(4)]).proposals
     assert p.prevalence_sessions == 8 and "LUM-2290" not in p.content + p.rationale
+
+
+@pytest.mark.parametrize(
+    "plain,detailed,detail",
+    [
+        (
+            ["Vacuum the orders table only on Sundays.", "The orders table gets vacuumed on Sundays, never midweek."],
+            "Per incident 4471, vacuum the orders table on Sundays only.",
+            "4471",
+        ),
+        (
+            ["Canary deploys hold at 5% for an hour.", "Keep a canary at 5% traffic for one hour before going on."],
+            "Canary at 5% for an hour (learned in OPS-812 after the cache outage).",
+            "OPS-812",
+        ),
+        (
+            ["Tag releases as vYYYY.MM.", "Release tags follow vYYYY.MM, no patch number."],
+            "Since build #9921, release tags are vYYYY.MM.",
+            "9921",
+        ),
+    ],
+)
+def test_a_ticket_or_run_one_wording_names_stays_out_even_when_that_wording_is_the_most_frequent(
+    plain, detailed, detail
+):
+    # the detailed wording is saved in most sessions: the number of sessions does not make provenance a fact
+    notes = [detailed] * 5 + plain
+    docs = [S(f"n-{i}", "ops").call("bash", "git status", "clean").note(t).doc for i, t in enumerate(notes)]
+    (p,) = run(docs + [filler(i, "other") for i in range(4)]).proposals
+    assert p.prevalence_sessions == len(notes) and detail not in p.content
+
+
+def test_a_fact_only_one_of_two_wordings_states_is_kept():
+    # two wordings, one of them with the port: the port is no provenance, it stays
+    notes = ["The metrics API listens on port 9464."] * 3 + ["Metrics are served by the metrics API."] * 2
+    docs = [S(f"m-{i}", "ops").call("bash", "git status", "clean").note(t).doc for i, t in enumerate(notes)]
+    (p,) = run(docs + [filler(i, "other") for i in range(4)]).proposals
+    assert "9464" in p.content
 
 
 def test_a_lesson_holds_only_what_its_sessions_share():

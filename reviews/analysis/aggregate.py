@@ -379,14 +379,38 @@ def _per_session_set(cluster: Cluster, field: str) -> set[str]:
     return {str(f.get(field)).lower() for _, f in cluster.items if f.get(field)}
 
 
+# An identifier that says where a note's knowledge came from, not what it is: an issue key (`LUM-2290`), a number
+# after ticket / run / job / build / incident / case / issue / PR / `#`.
+_PROVENANCE = re.compile(
+    r"\b[A-Z][A-Z0-9]{1,9}-\d+\b|(?i:\b(?:tickets?|runs?|jobs?|builds?|incidents?|cases?|issues?|PRs?|"
+    r"pull requests?|requests?)\s*#?|#)(?P<num>\d{2,})\b"
+)
+
+
+def _provenance_ids(text: str) -> set[str]:
+    return {(m.group("num") or m.group(0)).lower() for m in _PROVENANCE.finditer(text or "")}
+
+
 def _core_anchors(cluster: Cluster) -> frozenset:
     """The facts most of the cluster's sessions state: an anchor only one wording adds ("not 8000 anymore" next to
-    "port 8080") is context, not the fact."""
+    "port 8080") is context, not the fact. However many sessions repeat a wording, what only that wording says is
+    its own detail when three wordings or more say the rest; and where a ticket or a run a note was learned on is
+    named by one wording only ("Learned on LUM-2290: ...", "(ablation run 7731 showed ...)"), that is provenance,
+    never the fact."""
     per_anchor: Counter = Counter()
     for _, f in cluster.items:
         per_anchor.update(nz.anchors(f.get("summary") or ""))
     total = len(cluster.items)
-    return frozenset(a for a, c in per_anchor.items() if c * 2 > total)
+    wordings = {f.get("summary") or "" for _, f in cluster.items}
+    per_wording: Counter = Counter(a for t in wordings for a in nz.anchors(t))
+    provenance: Counter = Counter(i for t in wordings for i in _provenance_ids(t))
+    return frozenset(
+        a
+        for a, c in per_anchor.items()
+        if c * 2 > total
+        and not (len(wordings) >= 3 and per_wording[a] < 2)
+        and not (len(wordings) >= 2 and provenance[a] == 1 and per_wording[a] < 2)
+    )
 
 
 def _note_text(cluster: Cluster) -> str:
