@@ -45,6 +45,11 @@ class AutonomyPolicy(models.Model):
     # (0: never for that reason); a removal's risk (high by default: it never applies without a person).
     forget_after_days = models.PositiveIntegerField(default=30, help_text="Propose archiving entries unused this long.")
     removal_risk = models.CharField(max_length=10, choices=Risk.choices, default=Risk.HIGH)
+    consolidate = models.BooleanField(
+        default=False,
+        help_text="After aggregation, ask the configured language model for paraphrased or contradicting entries "
+        "(merges and supersessions, always for a reviewer).",
+    )
     last_scheduled_at = models.DateTimeField(null=True, blank=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -131,6 +136,8 @@ class RunOutcome:
     withheld: int = 0
     isolated_total: int = 0
     memory_hash_aggregated: str = ""
+    # The optional LLM consolidation step (policy.consolidate): consolidate.summary(), or {} when it did not run.
+    consolidation: dict = field(default_factory=dict)
     preview: list[dict] = field(default_factory=list)
 
 

@@ -309,6 +309,7 @@ POLICY_FIELDS = (
     "analyzer",
     "forget_after_days",
     "removal_risk",
+    "consolidate",
 )
 
 

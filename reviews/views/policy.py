@@ -18,6 +18,7 @@ from dreamweb.models import Role
 from memory.models import MemoryStore
 
 from .. import policy_impact, services
+from ..analysis import registry
 from ..forms import PolicyForm
 from ..models import AutonomyPolicy, PolicyChange
 
@@ -75,6 +76,7 @@ def policy(request, store_pk: int):
         "previewing": previewing,
         "impact": policy_impact.impact(store, draft) if draft is not None else None,
         "recent_days": policy_impact.RECENT_DAYS,
+        "llm_configured": registry.openai_configured(),
     }
     if previewing and request.htmx:
         return render(request, "reviews/policy.html#impact", context)
