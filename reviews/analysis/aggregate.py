@@ -440,8 +440,22 @@ def _core_key(cluster: Cluster) -> str:
     return "note:" + " ".join(anchors) + "|" + " ".join(core)
 
 
+def _page_trust(cluster: Cluster) -> str | None:
+    """A note that repeats a fetched page in one of its sessions is that page's words in all of them: the trust of
+    the page (``tool`` or ``web``), whether or not each session fetched it (or the same version of it) first."""
+    if cluster.family != "note":
+        return None
+    found = {
+        (f.get("evidence") or [{}])[0].get("trust")
+        for _, f in cluster.items
+        if f.get("source_url") and (f.get("evidence") or [{}])[0].get("trust") in ("tool", "web")
+    }
+    return ("web" if "web" in found else "tool") if found else None
+
+
 def _evidence(cluster: Cluster, sessions: list[SessionFindings]) -> list[dict]:
     per: dict[int, list[dict]] = defaultdict(list)
+    page = _page_trust(cluster)
     for si, f in cluster.items:
         for e in f.get("evidence") or ():
             if len(per[si]) >= MAX_EVIDENCE_PER_SESSION:
@@ -454,6 +468,8 @@ def _evidence(cluster: Cluster, sessions: list[SessionFindings]) -> list[dict]:
                 "excerpt": trim(str(e.get("excerpt") or "")),
                 "trust": e.get("trust") or "agent",
             }
+            if page and row["trust"] == "agent":
+                row["trust"] = page
             if row not in per[si]:
                 per[si].append(row)
     out = []
@@ -486,7 +502,7 @@ def _confidence(cluster: Cluster, min_sessions: int, n: int) -> float:
     k = len(cluster.sessions)
     c = base + 0.03 * max(0, k - min_sessions) + (0.1 * k / n if n else 0)
     trusts = {e.get("trust") for _, f in cluster.items for e in f.get("evidence") or ()}
-    if trusts and trusts <= {"tool", "web"}:
+    if (trusts and trusts <= {"tool", "web"}) or _page_trust(cluster):
         c *= 0.5
     return round(min(0.95, c), 2)
 
