@@ -36,12 +36,12 @@ def llm(settings, fake):
     return fake
 
 
-def _world(mode=PolicyMode.AUTONOMOUS, consolidate=True):
+def _world(mode=PolicyMode.AUTONOMOUS, consolidate=True, pinned=False):
     team = TeamFactory(slug="tidy")
     store = StoreFactory(team=team, slug="tidy-eng")
     # Paraphrases with no word in common: beyond the lexical aggregation, the model's to point at.
     make_entry(store, key="gpu-etiquette", content="Free the accelerators you have stopped using.")
-    make_entry(store, key="idle-cards", content="Do not keep idle graphics cards reserved.")
+    make_entry(store, key="idle-cards", content="Do not keep idle graphics cards reserved.", pinned=pinned)
     make_entry(store, key="tz", content="Reports are in UTC.")
     AutonomyPolicy.objects.create(team=team, store=store, mode=mode, min_confidence_auto=0.0, consolidate=consolidate)
     ingest(team, [session_doc(f"s{i}", corrected_command(i), minute=i) for i in range(4)])
@@ -108,3 +108,11 @@ def test_no_model_configured_is_said_not_failed(settings, db, django_capture_on_
     run = _dream(store, django_capture_on_commit_callbacks)
     assert run.status == RunStatus.SUCCEEDED
     assert "no language model is configured" in run.outcome.consolidation["error"]
+
+
+def test_a_pinned_entry_is_not_folded_into_another(llm, db, django_capture_on_commit_callbacks):
+    _, store = _world(pinned=True)
+    llm.consolidation = _merge_groups()  # keeps gpu-etiquette, folding the pinned idle-cards away: refused
+    run = _dream(store, django_capture_on_commit_callbacks)
+    assert not Proposal.objects.filter(run=run, operation="merge").exists()
+    assert "pinned" in run.outcome.consolidation["skipped"][0]

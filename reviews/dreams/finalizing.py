@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from dreamweb import rls
 from dreamweb.provenance import Author
-from memory.models import AgentSession, MemoryEntry, MemoryStore
+from memory.models import AgentSession, EntryStatus, MemoryEntry, MemoryStore
 from memory.services import new_entry_key, snapshot, snapshot_hash
 from skills_registry.models import Skill
 from skills_registry.services import skill_snapshots
@@ -334,10 +334,16 @@ def _consolidate(run: DreamRun, policy: AutonomyPolicy, memory: list[dict], resu
     from ..analysis.openai_analyzer import OpenAIAnalyzer
 
     model = registry.model_of(run.analyzer) if run.analyzer.startswith("openai:") else settings.DREAMWEB_LLM_MODEL
+    # A pinned entry is never folded away into another (consolidate refuses such a group).
+    pinned = set(
+        MemoryEntry.objects.filter(store=run.store, status=EntryStatus.ACTIVE, pinned=True).values_list(
+            "key", flat=True
+        )
+    )
     done = consolidate_mod.consolidate(
         OpenAIAnalyzer(model=model).client,
         model=model,
-        memory=memory,
+        memory=[{**m, "pinned": m["key"] in pinned} for m in memory],
         drafts=result.proposals,
         store_kind=run.store.kind,
         allowed_hosts=list(run.team.allowed_hosts or []),
