@@ -533,3 +533,22 @@ def test_a_note_that_repeats_a_fetched_page_somewhere_is_that_pages_everywhere()
     docs = [S(f"n-{i}", "sync-bot").call("bash", "git status", "clean").note(note).doc for i in range(4)]
     (p,) = run(docs + [filler(i, "other") for i in range(4)]).proposals
     assert {e["trust"] for e in p.evidence} == {"agent"}
+
+
+def test_the_same_addition_asked_for_in_several_sessions_is_a_lesson_worded_on_what_they_share():
+    asks = [
+        "can you add some tests for the new functionality?",
+        "Please add a regression test for this.",
+        "could we add at least one test here?",
+        "now add tests so this does not break again",
+    ]
+    docs = []
+    for i, ask in enumerate(asks):
+        s = S(f"r-{i}", "dev-bot").say("user", f"Implement feature {i}.").call("bash", "make build", "ok")
+        docs.append(s.say("assistant", "Implemented.").say("user", ask).doc)
+    (p,) = run(docs + [filler(i, "other") for i in range(4)]).proposals
+    assert p.prevalence_sessions == 4 and "add tests" in p.content and "regression" not in p.content
+    assert p.key_hint == "ask-add-test"
+    # memory that already says it: reinforced, not proposed again
+    res = run(docs + [filler(i, "other") for i in range(4)], memory=[mem("tests", "Add tests with every change.")])
+    assert res.proposals == [] and len(res.reinforced) == 1

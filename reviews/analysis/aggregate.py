@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from . import normalize as nz
-from .findings import AggregateResult, ProposalDraft, SessionFindings, recurs, signature, trim
+from .findings import AggregateResult, ProposalDraft, SessionFindings, plural, recurs, signature, trim
 from .risk import assess, redact, redact_draft
 
 MAX_LEADERS = 24  # leaders kept per candidate block
@@ -38,11 +38,21 @@ FAMILY = {
     "rediscovery": "where",
     "lookup": "lookup",
     "guessed_path": "guess",
+    "request": "request",
     "secret": "secret",
     "injection": "injection",
 }
 NEVER_PROPOSED = {"failure", "secret", "injection"}
-BASE_CONFIDENCE = {"guess": 0.5, "check": 0.65, "fix": 0.7, "pref": 0.75, "note": 0.6, "where": 0.6, "lookup": 0.45}
+BASE_CONFIDENCE = {
+    "request": 0.55,
+    "guess": 0.5,
+    "check": 0.65,
+    "fix": 0.7,
+    "pref": 0.75,
+    "note": 0.6,
+    "where": 0.6,
+    "lookup": 0.45,
+}
 
 
 def family_of(f: dict) -> str:
@@ -107,8 +117,8 @@ class Bucket:
             return [("fix", self.new)]
         if fam == "check":
             return [("check", self.sig)]
-        if fam == "guess":
-            return [("guess", self.key)]
+        if fam in ("guess", "request"):
+            return [(fam, self.key)]
         if fam == "pref":
             # The user's words vary between sessions ("poetry" / "poetry add it" / none at all); the change the agent
             # made in response does not.
@@ -126,7 +136,7 @@ class Bucket:
             return False
         if fam == "check":
             return self.sig == other.sig
-        if fam == "guess":
+        if fam in ("guess", "request"):
             return self.key == other.key
         if fam == "fix":
             if self.new != other.new:
@@ -529,6 +539,8 @@ def _describe(cluster: Cluster, sessions, n: int) -> str:
     head = f"Seen in {k} of {n} sessions ({who})"
     fam = cluster.family
     old, new = _shared_wording(_per_session(cluster, "old")), _shared_wording(_per_session(cluster, "new"))
+    if fam == "request":
+        return f"{head}: the person asked to {f.get('verb')} {plural(f.get('noun') or '')} once the work was done."
     if fam == "guess":
         paths = len(_per_session_set(cluster, "location"))
         return f"{head}: `{f.get('tool')}` was pointed at {paths} different paths that do not exist."
@@ -909,6 +921,10 @@ def _known_or_stale_entry(c: Cluster, index: MemoryIndex, agent: str | None) -> 
         return "new", None
     if fam == "guess":
         return "new", None  # a habit of this team's agents, not a fact memory could already hold
+    if fam == "request":
+        noun = f.get("noun") or ""
+        hits = [e for e in index.mentioning(noun) + index.mentioning(plural(noun)) if _scope_ok(e, agent)]
+        return ("known", hits[0]) if hits else ("new", None)
     if fam in ("where", "lookup"):
         loc = f.get("location") or f.get("query") or ""
         hits = [e for e in index.mentioning(loc) if _scope_ok(e, agent)]
@@ -969,6 +985,13 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
     if fam == "note":
         content = _note_text(c)
         kind = "note"
+    elif fam == "request":
+        what = f"{f.get('verb')} {plural(f.get('noun') or '')}"
+        content = (
+            f"In {k} sessions the person had to ask for it once the work was done: {what}. {what[0].upper()}"
+            f"{what[1:]} as part of the work, without being asked."
+        )
+        kind = "preference"
     elif fam == "guess":
         tool = f.get("tool") or "the read"
         content = (
@@ -1043,6 +1066,8 @@ def _key_hint(c: Cluster) -> str:
         return "command-" + nz.slug(f.get("new") or "", 40)
     if c.family == "check":
         return "check-" + nz.slug(f.get("rule") or f.get("error_signature") or "", 40)
+    if c.family == "request":
+        return "ask-" + nz.slug(f"{f.get('verb')} {f.get('noun')}", 40)
     if c.family == "guess":
         return "look-up-paths-" + nz.slug(f.get("tool") or "", 30)
     if c.family == "pref":
