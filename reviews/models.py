@@ -334,6 +334,15 @@ class ProposalQuerySet(TeamQuerySet):
         return dict(rows)
 
 
+# Kinds of memory change whose new text contradicts its targets: applied, the targets are superseded (kept, linked
+# to their replacement, never served again) rather than rewritten in place. "stale": the aggregation found the entry
+# out of date (its command now fails, users corrected it); "contradiction": the consolidation found entries that
+# cannot both hold.
+SUPERSEDING_KINDS = frozenset({"stale", "contradiction"})
+# An expired entry's renewal (reviews.dreams.expiry): same text, the end date cleared.
+EXPIRED_KIND = "expired"
+
+
 class Proposal(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     store = models.ForeignKey(MemoryStore, on_delete=models.CASCADE, related_name="proposals")
@@ -400,6 +409,24 @@ class Proposal(models.Model):
         if self.target_kind == TargetKind.SKILL:
             return self.key_hint
         return new_entry_key(self.key_hint, self.content)
+
+    @property
+    def supersedes(self) -> bool:
+        """Applied, this change supersedes its targets (SUPERSEDING_KINDS) instead of rewriting them."""
+        return (
+            self.target_kind == TargetKind.MEMORY
+            and self.operation in (ProposalOperation.UPDATE, ProposalOperation.MERGE)
+            and self.kind in SUPERSEDING_KINDS
+        )
+
+    @property
+    def renews(self) -> bool:
+        """Applied, this change renews an expired entry (its end date cleared)."""
+        return (
+            self.target_kind == TargetKind.MEMORY
+            and self.operation == ProposalOperation.UPDATE
+            and self.kind == EXPIRED_KIND
+        )
 
     @property
     def prevalence_percent(self) -> int:

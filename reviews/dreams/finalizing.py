@@ -48,6 +48,7 @@ from ..models import (
     SessionAnalysis,
 )
 from ..services import NotPending, apply_proposal, policy_allows
+from .expiry import expiry_drafts
 from .queue import TASK_OPTIONS, run_info
 from .reports import build_report, draft_report
 from .selection import get_policy
@@ -314,6 +315,7 @@ def _aggregate(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> tuple[A
     consolidation = _consolidate(run, policy, memory, result)
     result.proposals += skill_proposals(run, sessions, policy, skills)
     result.proposals += upkeep_proposals(run, policy, sessions_analysed=len(sessions))
+    result.proposals += expiry_drafts(run.store)  # expired entries: remove or renew
     memory_hash = snapshot_hash((m["key"], m["scope_agent"], m["scope_task"], m["content_hash"]) for m in memory)
     return result, memory_hash, consolidation
 
