@@ -177,3 +177,18 @@ def test_a_dream_run_queues_the_expired_entries(world, django_capture_on_commit_
     assert list(Proposal.objects.filter(run=run).values_list("operation", "kind", "targets")) == [
         ("remove", "expired", ["freeze"])
     ]
+
+
+def test_the_api_says_expired_and_superseded(world, keys):
+    now = timezone.now()
+    make_entry(world.store_a, key="gone", content="Old freeze.", valid_until=now - timedelta(minutes=1))
+    old = make_entry(world.store_a, key="deploy", content="Deploy with make ship.")
+    services.supersede_entry(old, base_version=1, content="Deploy with make release.", author=Author.system())
+    api = Api(keys.full)
+    gone = api.get("/api/v1/stores/eng/entries/gone/").json()
+    assert (gone["status"], gone["state"], gone["valid_until"] is not None) == ("active", "expired", True)
+    deploy = api.get("/api/v1/stores/eng/entries/deploy/").json()
+    assert (deploy["state"], deploy["superseded_by"]) == ("superseded", "deploy-v2")
+    listed = api.get("/api/v1/stores/eng/entries/", query={"status": "superseded"}).json()
+    assert [e["key"] for e in listed["results"]] == ["deploy"]
+    assert api.get("/api/v1/stores/eng/entries/deploy-v2/").json()["superseded_by"] is None
