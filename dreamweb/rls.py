@@ -8,8 +8,8 @@ The application role cannot widen its own scope to every team: the value ``*`` (
 that has the table owner's privileges (migrations, and the SECURITY DEFINER functions below, which run as the
 owner). Code that must look across teams before it knows its team asks one narrow question through such a function
 and gets ids back, never rows: the team of an API key prefix, a person's teams, the team of a slug (and, in the
-reviews app, the team of a dream run and the schedules that are due). A new team's id is drawn from its sequence
-first, so that its row is written inside its own scope.
+reviews app, the team of a dream run, the schedules that are due and the teams that dream). A new team's id is drawn
+from its sequence first, so that its row is written inside its own scope.
 
 Composite foreign keys ``(column, team_id) -> parent (id, team_id)`` make the database refuse a row that points at
 another team's row (see ``same_team_foreign_keys``): a plain foreign key check bypasses row-level security.
@@ -63,6 +63,7 @@ LOOKUP_FUNCTIONS = (
     "dreamweb_team_by_slug(text)",
     "dreamweb_run_team(bigint)",
     "dreamweb_scheduled_policies()",
+    "dreamweb_dreaming_teams()",
 )
 
 

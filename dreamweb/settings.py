@@ -195,6 +195,7 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     "dream-schedules": {"task": "reviews.tasks.run_scheduled_dreams", "schedule": 60.0},
+    "session-events-retention": {"task": "reviews.tasks.prune_session_events", "schedule": 24 * 3600.0},
 }
 # The queue tasks go to (workers consume it with -Q); tests give their workers a queue of their own.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("DREAMWEB_CELERY_QUEUE", "celery")
@@ -240,6 +241,9 @@ DREAMWEB_EXTRA_ANALYZERS = dict(item.split("=", 1) for item in env_list("DREAMWE
 
 # --- Limits ------------------------------------------------------------------------------------------
 DREAMWEB_MAX_SESSION_BYTES = int(os.environ.get("DREAMWEB_MAX_SESSION_BYTES", str(5 * 1024 * 1024)))
+# Days after which the raw events of a consumed session are dropped (reviews.retention; evidence excerpts and the
+# session row are kept, unconsumed sessions untouched). 0: keep every event.
+DREAMWEB_SESSION_EVENTS_RETENTION_DAYS = int(os.environ.get("DREAMWEB_SESSION_EVENTS_RETENTION_DAYS", "0"))
 DREAMWEB_MAX_BATCH_SESSIONS = int(os.environ.get("DREAMWEB_MAX_BATCH_SESSIONS", "500"))
 # Largest body the session-ingest API reads (one session or a batch); past it the API answers 413 itself.
 DREAMWEB_MAX_REQUEST_BYTES = int(os.environ.get("DREAMWEB_MAX_REQUEST_BYTES", str(32 * 1024 * 1024)))

@@ -71,6 +71,31 @@ def render_skill(skill: dict) -> str:
     return "- " + skill["name"] + " (v" + str(skill["version"]) + "): " + description + "\n"
 
 
+def _fit(candidates, max_items: int, max_tokens: int) -> tuple[list[ContextItem], list[str], int]:
+    """The budget rule: in rank order, at most ``max_items`` entries and ``max_tokens`` tokens of rendered text; an
+    entry too long for what is left is skipped and the next one tried. Returns the items, their text, its length."""
+    parts: list[str] = []
+    chars = 0
+    items: list[ContextItem] = []
+    for item in candidates:
+        if len(items) >= max_items:
+            break
+        chunk = render_item(item.key, item.content)
+        if not items:
+            chunk = MEMORY_HEADER + chunk
+        if _tokens_for(chars + len(chunk)) > max_tokens:
+            continue
+        parts.append(chunk)
+        chars += len(chunk)
+        items.append(item)
+    return items, parts, chars
+
+
+def fit(candidates, max_items: int, max_tokens: int) -> list[ContextItem]:
+    """The entries of ``candidates`` (ranked) that an agent's context holds at this budget."""
+    return _fit(candidates, max_items, max_tokens)[0]
+
+
 def build_context(
     key,
     *,
@@ -92,20 +117,7 @@ def build_context(
         if max_items
         else []
     )
-    parts: list[str] = []
-    chars = 0
-    items: list[ContextItem] = []
-    for item in candidates:
-        if len(items) >= max_items:
-            break
-        chunk = render_item(item.key, item.content)
-        if not items:
-            chunk = MEMORY_HEADER + chunk
-        if _tokens_for(chars + len(chunk)) > max_tokens:
-            continue
-        parts.append(chunk)
-        chars += len(chunk)
-        items.append(item)
+    items, parts, chars = _fit(candidates, max_items, max_tokens)
 
     skills: list[dict] = []
     if include_skills and key.has_scope("skills:read"):

@@ -240,7 +240,7 @@ def validated(item: Parsed, format_name: str) -> CleanSession | str:
     if item.error is not None:
         return item.error
     try:
-        clean = validate_session(item.doc, size=item.size, raw=item.raw)
+        clean = validate_session(item.doc, size=item.size, raw=item.raw, hints=item.hints)
     except (SessionInvalid, SessionTooLarge) as exc:
         return "; ".join(exc.errors) if isinstance(exc, SessionInvalid) else str(exc)
     except TypeError as exc:  # e.g. an event type that is an object: invalid input, not a crash

@@ -236,6 +236,9 @@ class AgentSession(models.Model):
     # pattern's sources by it (prevalence.sources): what one credential pushed never applies itself.
     source = models.CharField(max_length=100, blank=True, default="")
     ingested_at = models.DateTimeField(default=timezone.now)
+    # Set when retention dropped the raw events of this consumed session (reviews.retention); the evidence excerpts
+    # its proposals quote are kept, and event_count / size_bytes still say what was received.
+    events_pruned_at = models.DateTimeField(null=True, blank=True)
 
     objects = AgentSessionQuerySet.as_manager()
 
@@ -245,10 +248,38 @@ class AgentSession(models.Model):
             models.UniqueConstraint(fields=["team", "external_id"], name="agentsession_unique_team_external_id"),
             team_key("agentsession_id_team"),
         ]
-        indexes = [models.Index(fields=["team", "agent"], name="agentsession_team_agent")]
+        # Newest first within a team (NEWEST), with or without one agent: the session list and a cycle's selection
+        # of unconsumed sessions read the first rows of one of these and stop, whatever the table's size; the
+        # (team, agent) prefix also lists a team's agents by skipping through it (memory.sessions.team_agents).
+        # Retention reads the sessions whose events are still there, oldest first.
+        indexes = [
+            models.Index(
+                models.F("team"),
+                models.F("started_at").desc(nulls_last=True),
+                models.F("id").desc(),
+                name="agentsession_team_newest",
+            ),
+            models.Index(
+                models.F("team"),
+                models.F("agent"),
+                models.F("started_at").desc(nulls_last=True),
+                models.F("id").desc(),
+                name="agentsession_team_agent_newest",
+            ),
+            models.Index(
+                fields=["team", "ingested_at"],
+                name="agentsession_events_kept",
+                condition=Q(events_pruned_at__isnull=True),
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.external_id
+
+
+# The order of every "newest sessions first" read: the order of the indexes above (a session without a start time
+# comes last).
+NEWEST = (models.F("started_at").desc(nulls_last=True), models.F("id").desc())
 
 
 class ContextServe(models.Model):

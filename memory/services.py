@@ -512,6 +512,64 @@ def new_entry_key(hint: str, content: str | None = "") -> str:
     return slugify("-".join(words))[:60].strip("-") or "note"
 
 
+_VERSIONED_KEY = re.compile(r"^(.*)-v(\d+)$")
+
+
+def replacement_key(key: str) -> str:
+    """The key of the entry that supersedes ``key``: ``deploy`` -> ``deploy-v2`` -> ``deploy-v3``. Pure, so that a
+    review card shows exactly what approval writes."""
+    if m := _VERSIONED_KEY.match(key):
+        return f"{m.group(1)}-v{int(m.group(2)) + 1}"[:200]
+    return f"{key[:196]}-v2"
+
+
+def supersede_entry(
+    entry: MemoryEntry,
+    *,
+    content: str,
+    author: Author,
+    base_version: int | Collection[int] | None = None,
+    base_hash: str | None = None,
+    key: str | None = None,
+    scope_agent=_UNSET,
+    scope_task=_UNSET,
+    provenance: Provenance | None = None,
+) -> tuple[MemoryEntry, MemoryEntry]:
+    """Replace an entry that no longer holds (a newer lesson contradicts it) by a new entry, and mark the old one
+    superseded with a link to its replacement: both are new versions, the old entry's history stays whole and it is
+    never served again. The replacement keeps the old scope (unless given), tags and pin; its key is
+    ``replacement_key`` of the old one unless given (a key taken already raises EntryExists: a visible conflict, never
+    a silent other key). Returns (replacement, superseded)."""
+    prov = provenance or Provenance()
+    with transaction.atomic():
+        current = _locked(entry)
+        _check_base(current, base_version, base_hash)
+        if current.status != EntryStatus.ACTIVE:
+            raise ArchivedEntry(current)
+        store = MemoryStore.objects.get(pk=current.store_id)
+        replacement = create_entry(
+            store,
+            key=key or replacement_key(current.key),
+            content=content,
+            author=author,
+            scope_agent=current.scope_agent if scope_agent is _UNSET else scope_agent,
+            scope_task=current.scope_task if scope_task is _UNSET else scope_task,
+            tags=list(current.tags or []),
+            pinned=current.pinned,
+            provenance=prov,
+        )
+        old = update_entry(
+            current,
+            base_version=current.version,
+            author=author,
+            status=EntryStatus.SUPERSEDED,
+            superseded_by=replacement,
+            provenance=prov,
+            operation=Operation.SUPERSEDE,
+        )
+    return replacement, old
+
+
 def apply_change(
     store: MemoryStore,
     *,
@@ -524,12 +582,17 @@ def apply_change(
     scope_task: str | None = None,
     key: str = "",
     provenance: Provenance | None = None,
+    supersede: bool = False,
+    valid_until=_UNSET,
 ) -> list[MemoryVersion]:
     """Apply a reviewed change (add / update / remove / merge) to a store, all or nothing.
 
     An ``add`` creates exactly ``key`` (new_entry_key of the content when empty): a key already taken raises
     EntryExists, never a silent "-2". Each target must still have the hash the change was prepared against, else
-    StaleWrite and nothing changes. Returns the versions written.
+    StaleWrite and nothing changes. ``supersede`` (a change whose text contradicts its targets): an update writes a
+    replacement entry (``replacement_key``) and marks the target superseded by it; a merge marks the folded entries
+    superseded by the kept one instead of archiving them. ``valid_until`` sets the end of an updated entry's
+    validity (None renews an expired entry). Returns the versions written.
     """
     prov = provenance or Provenance()
     with transaction.atomic():
@@ -551,7 +614,20 @@ def apply_change(
         for key in targets:
             StaleWrite.check(entries[key], target_hashes.get(key))
         written: list[MemoryEntry] = []
-        if operation == "update":
+        if operation == "update" and supersede:
+            (key,) = targets[:1]
+            written.extend(
+                supersede_entry(
+                    entries[key],
+                    base_hash=target_hashes[key],
+                    author=author,
+                    content=content or "",
+                    scope_agent=scope_agent,
+                    scope_task=scope_task,
+                    provenance=prov,
+                )
+            )
+        elif operation == "update":
             (key,) = targets[:1]
             written.append(
                 update_entry(
@@ -561,6 +637,7 @@ def apply_change(
                     content=content,
                     scope_agent=scope_agent,
                     scope_task=scope_task,
+                    valid_until=valid_until,
                     provenance=prov,
                 )
             )
@@ -582,6 +659,19 @@ def apply_change(
                 )
             )
             for key in rest:
+                if supersede:
+                    written.append(
+                        update_entry(
+                            entries[key],
+                            base_hash=target_hashes[key],
+                            author=author,
+                            status=EntryStatus.SUPERSEDED,
+                            superseded_by=written[0],
+                            provenance=prov,
+                            operation=Operation.SUPERSEDE,
+                        )
+                    )
+                    continue
                 written.append(
                     archive_entry(
                         entries[key],

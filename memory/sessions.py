@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+import orjson
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
@@ -70,6 +71,17 @@ def _str(doc: dict, key: str, errors: list[str], *, required=False, max_length: 
     return value
 
 
+def _parse_datetime(value: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value)  # the common case, at C speed; parse_datetime tries it first too
+    except ValueError:
+        pass
+    try:
+        return parse_datetime(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def _datetime(doc: dict, key: str, errors: list[str], where: str | None = None) -> datetime | None:
     value = doc.get(key)
     if value is None:
@@ -78,51 +90,57 @@ def _datetime(doc: dict, key: str, errors: list[str], where: str | None = None) 
     if not isinstance(value, str):
         errors.append(f"{label}: must be a date-time string")
         return None
-    try:
-        parsed = parse_datetime(value.replace("Z", "+00:00"))
-    except ValueError:
-        parsed = None
+    parsed = _parse_datetime(value)
     if parsed is None:
         errors.append(f"{label}: {value!r} is not an ISO 8601 date-time")
     return parsed
 
 
+REQUIRED_KEYS = {
+    "message": ("role", "content"),
+    "tool_call": ("id", "name"),
+    "tool_result": ("call_id", "content"),
+    "memory_write": ("content",),
+}
+
+
 def _check_event(i: int, ev, errors: list[str]) -> None:
-    at = f"events[{i}]"
+    """Append what is wrong with event ``i`` to ``errors``. Called for every event of every session ingested: the
+    checks that pass cost a few dictionary look-ups, the message of a failing one is made only then."""
     if not isinstance(ev, dict):
-        errors.append(f"{at}: must be an object")
+        errors.append(f"events[{i}]: must be an object")
         return
     kind = ev.get("type")
-    required = {
-        "message": ("role", "content"),
-        "tool_call": ("id", "name"),
-        "tool_result": ("call_id", "content"),
-        "memory_write": ("content",),
-    }
     if not isinstance(kind, str) or not kind:
-        errors.append(f"{at}.type: must be a non-empty string (got {kind!r})")
+        errors.append(f"events[{i}].type: must be a non-empty string (got {kind!r})")
         return
-    if kind not in required:
+    required = REQUIRED_KEYS.get(kind)
+    if required is None:
         # The contract keeps unknown event types verbatim; analysis ignores them.
         return
-    for key in required[kind]:
+    at = f"events[{i}]"
+    for key in required:
         if key not in ev:
             errors.append(f"{at}.{key}: is required for a {kind} event")
         elif not isinstance(ev[key], str):
             errors.append(f"{at}.{key}: must be a string")
-    if kind == "message" and isinstance(ev.get("role"), str) and ev["role"] not in ROLES:
-        errors.append(f"{at}.role: must be one of system, user, assistant (got {ev['role']!r})")
-    if kind == "tool_call" and "arguments" in ev and not isinstance(ev["arguments"], dict | str):
-        errors.append(f"{at}.arguments: must be an object or a string")
-    if kind == "tool_result":
+    if kind == "message":
+        role = ev.get("role")
+        if isinstance(role, str) and role not in ROLES:
+            errors.append(f"{at}.role: must be one of system, user, assistant (got {role!r})")
+    elif kind == "tool_call":
+        if "arguments" in ev and not isinstance(ev["arguments"], dict | str):
+            errors.append(f"{at}.arguments: must be an object or a string")
+    elif kind == "tool_result":
         if "is_error" in ev and not isinstance(ev["is_error"], bool):
             errors.append(f"{at}.is_error: must be true or false")
         code = ev.get("exit_code")
         if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
             errors.append(f"{at}.exit_code: must be an integer or null")
-    if kind == "memory_write" and ev.get("store") is not None and not isinstance(ev["store"], str):
+    elif kind == "memory_write" and ev.get("store") is not None and not isinstance(ev["store"], str):
         errors.append(f"{at}.store: must be a string or null")
-    if ev.get("ts") is not None:
+    ts = ev.get("ts")
+    if ts is not None and (not isinstance(ts, str) or _parse_datetime(ts) is None):
         _datetime(ev, "ts", errors, where=f"{at}.ts")
 
 
@@ -141,7 +159,7 @@ def validate_session(
         raise SessionInvalid([f"{problem.path}: {problem.message}"])  # before anything else walks it
     limit = settings.DREAMWEB_MAX_SESSION_BYTES
     if size is None:
-        size = len(json.dumps(doc, separators=(",", ":")).encode()) if isinstance(doc, dict) else 0
+        size = json_size(doc) if isinstance(doc, dict) else 0
     if size > limit:
         raise SessionTooLarge(size, limit)
     if not isinstance(doc, dict):
@@ -236,7 +254,98 @@ class BatchResult:
     conflicts: list[int] = field(default_factory=list)
 
 
-INSERT_CHUNK = 200  # rows per INSERT: well under the parameter limits of PostgreSQL (65535) and SQLite (32766)
+INSERT_CHUNK = 200  # rows per INSERT on SQLite: well under its parameter limit (32766)
+
+
+def json_text(value) -> bytes:
+    """A JSON value as compact UTF-8 JSON text: orjson, or the standard encoder for what orjson does not take
+    (integers beyond 64 bits). Either way PostgreSQL's jsonb stores the same value."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, separators=(",", ":")).encode()
+
+
+def json_size(doc) -> int:
+    """The byte size of a session given as a value rather than as text: the length of its compact JSON text, non-ASCII
+    characters escaped as the standard encoder does (orjson's text when it is all ASCII; it may spell an exponent
+    a character shorter, as a line's own text may)."""
+    try:
+        text = orjson.dumps(doc)
+        if text.isascii():
+            return len(text)
+    except TypeError:
+        pass
+    return len(json.dumps(doc, separators=(",", ":")).encode())
+
+
+_COPY_ESCAPES = ((b"\\", b"\\\\"), (b"\t", b"\\t"), (b"\n", b"\\n"), (b"\r", b"\\r"))
+
+
+def _copy_value(value) -> bytes:
+    """One value in COPY's text format: NULL as \\N; backslash, tab, newline and carriage return escaped."""
+    if value is None:
+        return b"\\N"
+    if isinstance(value, dict | list):
+        data = json_text(value)  # JSON text never holds a raw tab, newline or carriage return, only escapes
+        return data.replace(b"\\", b"\\\\") if b"\\" in data else data
+    data = (value.isoformat() if isinstance(value, datetime) else str(value)).encode()
+    for char, escaped in _COPY_ESCAPES:
+        if char in data:
+            data = data.replace(char, escaped)
+    return data
+
+
+STAGE = "dreamweb_session_stage"
+
+
+def _copy_and_insert(team, sessions: list[CleanSession], key) -> set[str]:
+    """PostgreSQL: the rows reach the server by ``COPY`` into a temporary staging table (one stream: no statement
+    and no parameter per row, orjson writing the JSON, COPY's four escapes the only quoting), then go into the
+    sessions table by one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING``.
+
+    COPY cannot write into a table under row-level security; the INSERT can, and does so in the caller's team
+    scope: the staging table has no team column (the team is one parameter of the INSERT) and the policy's WITH
+    CHECK refuses a row of any team outside the scope. The staging table is this connection's own (no other
+    session sees a temporary table), lives in this transaction only (ON COMMIT DROP, and dropped after use, for a
+    caller whose transaction stores several batches). Rows go in in the order given (``ord``), sorted by external
+    id by store_batch."""
+    import psycopg
+    from psycopg import sql
+
+    meta = AgentSession._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key and f.column != "team_id"]
+    columns = sql.SQL(", ").join(sql.Identifier(f.column) for f in fields)
+    types = sql.SQL(", ").join(
+        sql.SQL("{} {}").format(sql.Identifier(f.column), sql.SQL(f.db_type(connection).split("(")[0])) for f in fields
+    )
+    stage = sql.Identifier(STAGE)
+    with psycopg.Cursor(connection.connection) as cur:
+        cur.execute(sql.SQL("CREATE TEMPORARY TABLE {} (ord integer, {}) ON COMMIT DROP").format(stage, types))
+        # What a session does not give: the model's defaults (ingested_at: one time for the batch) and the key.
+        defaults = {f.name: f.get_default() for f in fields}
+        defaults["ingested_by"] = key.pk if key is not None else None
+        names = [f.name for f in fields]
+        with cur.copy(sql.SQL("COPY {} (ord, {}) FROM STDIN").format(stage, columns)) as copy:
+            for number, s in enumerate(sessions):
+                cells = [str(number).encode()]
+                given = s.fields
+                for f, name in zip(fields, names, strict=True):
+                    value = given[name] if name in given else defaults[name]
+                    if isinstance(value, datetime):
+                        value = f.get_db_prep_save(value, connection)  # a naive one made aware, as Django does
+                    cells.append(_copy_value(value))
+                copy.write(b"\t".join(cells) + b"\n")
+        cur.execute(
+            sql.SQL(
+                "INSERT INTO {table} (team_id, {columns}) SELECT %s, {columns} FROM {stage} ORDER BY ord "
+                "ON CONFLICT (team_id, external_id) DO NOTHING RETURNING external_id"
+            ).format(table=sql.Identifier(meta.db_table), columns=columns, stage=stage),
+            [team.pk],
+        )
+        created = {r[0] for r in cur.fetchall()}
+        cur.execute(sql.SQL("DROP TABLE {}").format(stage))
+    return created
 
 
 # What AgentSession.source holds: the credential that delivered a session, set here from the request or the command,
@@ -260,10 +369,20 @@ def _insert_ignoring_existing(team, sessions: list[CleanSession], key) -> set[st
     """Insert the rows, skipping ids the team already has; return the external ids this call really inserted.
 
     ``INSERT ... ON CONFLICT (team_id, external_id) DO NOTHING RETURNING external_id``: RETURNING tells apart the
-    rows another writer inserted meanwhile, which ``bulk_create(ignore_conflicts=True)`` cannot. Not bulk_create for
-    speed either: on PostgreSQL Django 5.2 sends it as UNNEST over arrays quoted client-side, and quoting kilobytes
-    of JSON as array elements cost more than all the rest of an import.
+    rows another writer inserted meanwhile, which ``bulk_create(ignore_conflicts=True)`` cannot. On PostgreSQL the
+    rows come from a staging table filled by COPY (_copy_and_insert: about the raw COPY's own rate, where one
+    INSERT from arrays bound in binary ran at 0.7x of it, ``bench/ingest_paths.py``); on SQLite multi-row INSERTs.
+    Not bulk_create: on PostgreSQL Django 5.2 sends it as UNNEST over arrays quoted client-side, and quoting
+    kilobytes of JSON as array elements cost more than all the rest of an import.
     """
+    if connection.vendor == "postgresql":
+        return _copy_and_insert(team, sessions, key)
+    return _insert_values(team, sessions, key)
+
+
+def _insert_values(team, sessions: list[CleanSession], key) -> set[str]:
+    """Multi-row ``INSERT ... VALUES ... ON CONFLICT DO NOTHING RETURNING``, every value a parameter (SQLite; on
+    PostgreSQL the reference the COPY path is tested against)."""
     meta = AgentSession._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     quote = connection.ops.quote_name
@@ -278,21 +397,10 @@ def _insert_ignoring_existing(team, sessions: list[CleanSession], key) -> set[st
             ]
             rows = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in chunk]
             # Only quoted model metadata and placeholders go into the SQL text; every value is a parameter.
-            if connection.vendor == "postgresql":
-                # One array per column, bound server-side in binary (%b): no client-side quoting or escaping of
-                # the JSON at all, and a short statement whatever the chunk size.
-                arrays = ", ".join(f"%b::{f.db_type(connection).split('(')[0]}[]" for f in fields)
-                sql = f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays}) {conflict}"  # noqa: S608
-                import psycopg
-
-                with psycopg.Cursor(connection.connection) as raw:
-                    raw.execute(sql, [list(column) for column in zip(*rows, strict=True)])
-                    created.update(r[0] for r in raw.fetchall())
-            else:
-                row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-                sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * len(chunk))} {conflict}"  # noqa: S608
-                cursor.execute(sql, [value for values in rows for value in values])
-                created.update(r[0] for r in cursor.fetchall())
+            row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+            sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * len(chunk))} {conflict}"  # noqa: S608
+            cursor.execute(sql, [value for values in rows for value in values])
+            created.update(r[0] for r in cursor.fetchall())
     return created
 
 
@@ -375,6 +483,27 @@ def store_batch(team, sessions: list[CleanSession], *, key=None, source: str | N
         else:
             unchanged.append(eid)
     return BatchResult(created=[eid for eid in by_id if eid in inserted], unchanged=unchanged, conflicts=conflicts)
+
+
+def team_agents(team_id: int) -> list[str]:
+    """The distinct agent names of a team's sessions, in order. On PostgreSQL a skip scan through the (team, agent)
+    prefix of agentsession_team_agent_newest: one index probe per agent, however many sessions each has."""
+    if connection.vendor != "postgresql":
+        rows = AgentSession.objects.filter(team_id=team_id).order_by("agent").values_list("agent", flat=True)
+        return list(rows.distinct())
+    table = connection.ops.quote_name(AgentSession._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""WITH RECURSIVE agents(agent) AS (
+                (SELECT agent FROM {table} WHERE team_id = %s ORDER BY agent LIMIT 1)
+                UNION ALL
+                SELECT (SELECT s.agent FROM {table} s WHERE s.team_id = %s AND s.agent > a.agent
+                        ORDER BY s.agent LIMIT 1)
+                FROM agents a WHERE a.agent IS NOT NULL
+            ) SELECT agent FROM agents WHERE agent IS NOT NULL""",  # noqa: S608 - the table name is the model's
+            [team_id, team_id],
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
 def iter_jsonl(lines: Iterable[bytes | str]) -> Iterator[tuple[int, object, int, str | None]]:

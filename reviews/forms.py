@@ -161,6 +161,7 @@ class PolicyForm(forms.ModelForm):
             "schedule_minutes": "Every (minutes)",
             "forget_after_days": "Propose archiving entries unused for (days; 0: never)",
             "removal_risk": "Risk of a proposed removal",
+            "consolidate": "Ask the language model for paraphrased and contradicting entries",
         }
 
     def __init__(self, *args, **kwargs):

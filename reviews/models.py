@@ -49,6 +49,11 @@ class AutonomyPolicy(models.Model):
     # (0: never for that reason); a removal's risk (high by default: it never applies without a person).
     forget_after_days = models.PositiveIntegerField(default=30, help_text="Propose archiving entries unused this long.")
     removal_risk = models.CharField(max_length=10, choices=Risk.choices, default=Risk.HIGH)
+    consolidate = models.BooleanField(
+        default=False,
+        help_text="After aggregation, ask the configured language model for paraphrased or contradicting entries "
+        "(merges and supersessions, always for a reviewer).",
+    )
     last_scheduled_at = models.DateTimeField(null=True, blank=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -135,6 +140,8 @@ class RunOutcome:
     withheld: int = 0
     isolated_total: int = 0
     memory_hash_aggregated: str = ""
+    # The optional LLM consolidation step (policy.consolidate): consolidate.summary(), or {} when it did not run.
+    consolidation: dict = field(default_factory=dict)
     preview: list[dict] = field(default_factory=list)
 
 
@@ -331,6 +338,15 @@ class ProposalQuerySet(TeamQuerySet):
         return dict(rows)
 
 
+# Kinds of memory change whose new text contradicts its targets: applied, the targets are superseded (kept, linked
+# to their replacement, never served again) rather than rewritten in place. "stale": the aggregation found the entry
+# out of date (its command now fails, users corrected it); "contradiction": the consolidation found entries that
+# cannot both hold.
+SUPERSEDING_KINDS = frozenset({"stale", "contradiction"})
+# An expired entry's renewal (reviews.dreams.expiry): same text, the end date cleared.
+EXPIRED_KIND = "expired"
+
+
 class Proposal(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     store = models.ForeignKey(MemoryStore, on_delete=models.CASCADE, related_name="proposals")
@@ -402,6 +418,24 @@ class Proposal(models.Model):
         if self.target_kind == TargetKind.SKILL:
             return self.key_hint
         return new_entry_key(self.key_hint, self.content)
+
+    @property
+    def supersedes(self) -> bool:
+        """Applied, this change supersedes its targets (SUPERSEDING_KINDS) instead of rewriting them."""
+        return (
+            self.target_kind == TargetKind.MEMORY
+            and self.operation in (ProposalOperation.UPDATE, ProposalOperation.MERGE)
+            and self.kind in SUPERSEDING_KINDS
+        )
+
+    @property
+    def renews(self) -> bool:
+        """Applied, this change renews an expired entry (its end date cleared)."""
+        return (
+            self.target_kind == TargetKind.MEMORY
+            and self.operation == ProposalOperation.UPDATE
+            and self.kind == EXPIRED_KIND
+        )
 
     @property
     def prevalence_percent(self) -> int:

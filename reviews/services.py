@@ -82,6 +82,8 @@ def _apply_target(proposal: Proposal, author: Author, prov: Provenance) -> list[
             scope_task=proposal.scope_task,
             key=proposal.write_key,
             provenance=prov,
+            supersede=proposal.supersedes,
+            **({"valid_until": None} if proposal.renews else {}),
         )
     return [v.pk for v in versions]
 
@@ -312,6 +314,7 @@ POLICY_FIELDS = (
     "analyzer",
     "forget_after_days",
     "removal_risk",
+    "consolidate",
 )
 
 

@@ -13,16 +13,30 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from . import schedule
+from . import retention, schedule
 from .dreams.finalizing import finalize_run
 from .dreams.queue import TASK_OPTIONS
 from .dreams.runs import preview_run
 from .dreams.steps import analyze_sessions, dispatch_run
 
-__all__ = ["analyze_sessions", "dispatch_run", "finalize_run", "preview_run", "run_scheduled_dreams"]
+__all__ = [
+    "analyze_sessions",
+    "dispatch_run",
+    "finalize_run",
+    "preview_run",
+    "prune_session_events",
+    "run_scheduled_dreams",
+]
 
 
 @shared_task(**TASK_OPTIONS)
 def run_scheduled_dreams() -> list[int]:
     """Celery beat, every minute: start a run for each store whose schedule is due."""
     return schedule.run_due()
+
+
+@shared_task(**TASK_OPTIONS)
+def prune_session_events() -> int:
+    """Celery beat, daily: drop the raw events of consumed sessions past the retention period (reviews.retention);
+    a no-op while DREAMWEB_SESSION_EVENTS_RETENTION_DAYS is 0."""
+    return sum(retention.prune().values())

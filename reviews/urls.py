@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import decisions, effectiveness, policy, queue, runs, undo
+from .views import budget, decisions, effectiveness, policy, queue, runs, undo
 
 app_name = "reviews"
 urlpatterns = [
@@ -14,6 +14,7 @@ urlpatterns = [
     path("proposals/<int:pk>/preview/", decisions.preview, name="preview"),
     path("proposals/<int:pk>/evidence/", decisions.evidence, name="evidence"),
     path("proposals/<int:pk>/undo/", undo.undo, name="undo"),
+    path("proposals/<int:pk>/budget/", budget.budget, name="budget"),
     path("runs/", runs.run_list, name="runs"),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
     path("runs/<int:pk>/rollback/", undo.run_rollback, name="run-rollback"),

@@ -318,3 +318,23 @@ def test_a_webhook_in_a_proposal_is_redacted_everywhere():
     risk.redact_draft(d)
     blob = json.dumps([d.content, d.rationale, d.evidence])
     assert "n0Tr3aLl" not in blob and "B5E6F7G8H" not in blob and "hooks.slack.com" in blob
+
+
+@pytest.mark.parametrize(
+    "text,secret",
+    [
+        ("When SSO is down use deskops / Harbor2027!Blue on the portal.", "Harbor2027!Blue"),
+        ("Fallback account: kiosk-7 with Quartz#88Lemon", "Quartz#88Lemon"),
+        ("the shared box takes W1nter$Desk as its passphrase", "W1nter$Desk"),
+    ],
+)
+def test_a_typed_password_is_redacted_without_any_credential_word(text, secret):
+    assert secret not in risk.redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Use C++17 and Node.js 20.", "ping @Team2024 in chat", "mail ops@Acme2024.example", "Hello World 2026!"],
+)
+def test_names_and_versions_with_symbols_are_no_password(text):
+    assert risk.redact(text) == text

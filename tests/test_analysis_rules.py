@@ -663,3 +663,42 @@ def test_a_search_tool_that_failed_is_replaced_by_another_looking_for_the_same()
     s = S().call("bash", 'rg -n "compact|context" node_modules/x', "", error=True, exit_code=1)
     s.call("bash", "rg --files node_modules | rg opencode", "node_modules/opencode/package.json")
     assert "corrected_command" not in kinds(analyze(s.doc))
+
+
+@pytest.mark.parametrize(
+    "asked,what",
+    [
+        ("Could you also write a changelog entry for this?", ("write", "entry")),
+        ("please add type hints to the new helpers", ("add", "hint")),
+        ("Great, now can we document the new flag in the README?", ("document", "flag")),
+        ("can you add at least one regression test so we don't break this again?", ("add", "test")),
+        ("let's also add some logging around the retry", ("add", "logging")),
+    ],
+)
+def test_a_request_for_an_addition_after_the_work_is_a_finding(asked, what):
+    s = S().say("user", "Make the exporter retry on timeouts.").call("bash", "make test", "ok")
+    s.say("assistant", "Done: the exporter retries.").say("user", asked)
+    (f,) = analyze(s.doc).findings
+    assert f["kind"] == "request" and (f["verb"], f["noun"]) == what and f["key"] == "request:" + " ".join(what)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Add it to the docs too.",  # a pronoun: what is asked for is not named
+        "Don't add a test for that, it is throwaway code.",  # a negation: not a request for an addition
+        "Use pnpm instead of npm.",  # another verb: a correction's business, not an addition
+        "Can you explain why it failed?",
+    ],
+)
+def test_what_is_no_request_for_an_addition(said):
+    s = S().say("user", "Make the exporter retry.").call("bash", "make test", "ok").say("user", said)
+    assert "request" not in kinds(analyze(s.doc))
+
+
+def test_the_opening_task_and_an_agents_prompt_are_no_request():
+    s = S().say("user", "Add a test for the parser.").call("bash", "make test", "ok")
+    assert "request" not in kinds(analyze(s.doc))
+    s = S().say("user", "Fix the parser.").call("bash", "make test", "ok")
+    s.events.append({"type": "message", "role": "user", "author": "agent", "content": "Add a test for the parser."})
+    assert "request" not in kinds(analyze(s.doc))

@@ -107,3 +107,21 @@ def test_undo_an_approval_from_the_toast(page, live_server, world):
     expect(page.locator("#flash")).to_contain_text(f"Undone: proposal #{proposal.pk} is pending again.")
     expect(page.locator(f"#card-{proposal.pk}")).to_have_count(1)
     assert world.store_a.entries.get(key="deploy").content == "Deploy with make ship."
+
+
+def test_the_card_shows_what_a_new_entry_pushes_out(page, live_server, world, settings):
+    from memory.models import MemoryEntry
+    from tests.factories import make_proposal
+
+    expect = pytest.importorskip("playwright.sync_api").expect
+    settings.DREAMWEB_CONTEXT_DEFAULT_ITEMS = 2
+    make_entry(world.store_a, key="liked", content="Tag before releasing.")
+    make_entry(world.store_a, key="disliked", content="Ping the channel.")
+    MemoryEntry.objects.filter(key="liked").update(rating=1.0, rating_count=3)
+    MemoryEntry.objects.filter(key="disliked").update(rating=-1.0, rating_count=3)
+    proposal = make_proposal(world.store_a, operation="add", content="Run the tests first.", key_hint="tests-first")
+    sign_in(page, live_server, "alice")
+    card = page.locator(f"#card-{proposal.pk}")
+    expect(card.locator("[data-budget-impact]")).to_contain_text("pushes out disliked")
+    expect(card.locator("[data-action=approve]")).to_have_count(1)  # the card itself is intact
+    shoot(card, "card-budget-impact.png")

@@ -243,11 +243,13 @@ def test_two_workers_share_a_cycle_and_a_killed_worker_changes_nothing(workers, 
     # 2. The same cycle over the copy store; alpha is killed in the middle of it, then started again.
     before = set(workers.received("alpha"))
     proc = _dream(workers.env, "eng-copy")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     run2 = None
     while time.monotonic() < deadline:
         run2 = DreamRun.objects.filter(store=corpus.stores[1]).first()
-        if run2 and run2.sessions_analysed >= 50 and set(workers.received("alpha")) - before:
+        # Kill alpha while it holds a batch: received and not yet done (a batch takes about a second).
+        holding = (set(workers.received("alpha")) - before) - set(workers.succeeded("alpha"))
+        if run2 and run2.sessions_analysed >= 50 and holding:
             break
         time.sleep(0.05)
     else:

@@ -34,6 +34,10 @@ def test_entire_cli_dream_proposes_the_recurring_kinds_and_no_junk():
     assert sum("`mise run lint` reports" in t for t in texts) >= 3  # and other rules of the same check
     # a rule listed late in a long report, and a check passing again first in an `&&` chain, still count
     assert any("(wrapcheck)" in t and "sig:" not in t for t in texts)
+    # the person asking for the same addition once the work was done, in several sessions and other words
+    assert any(
+        t.startswith("In ") and "the person had to ask for it once the work was done: add tests" in t for t in texts
+    )
     assert any("File has not been read yet" in t and "`Read` on the same target" in t for t in texts)
     assert any("Found 2 matches of the string to replace" in t and "more context" in t for t in texts)
     assert not any(t.lstrip().startswith("Use `Edit") for t in texts)

@@ -68,7 +68,9 @@ class EntryFilterSerializer(serializers.Serializer):
     task = serializers.CharField(required=False, max_length=100, help_text="Only entries scoped to this task.")
     q = serializers.CharField(required=False, max_length=500, help_text="Text contained in key or content.")
     updated_since = serializers.DateTimeField(required=False, help_text="ISO 8601; entries changed at or after it.")
-    status = serializers.ChoiceField(choices=["active", "archived", "all"], required=False, default="active")
+    status = serializers.ChoiceField(
+        choices=["active", "archived", "superseded", "all"], required=False, default="active"
+    )
 
 
 class StoreListView(AgentListView):
@@ -104,7 +106,7 @@ class EntryListCreateView(AgentListView):
     def get_queryset(self):
         store = get_store(self.key, self.kwargs["slug"])
         f = query_parameters(self.request, EntryFilterSerializer)
-        qs = MemoryEntry.objects.for_agent_key(self.key).filter(store=store).select_related("store")
+        qs = MemoryEntry.objects.for_agent_key(self.key).filter(store=store).select_related("store", "superseded_by")
         if f["status"] != "all":
             qs = qs.filter(status=f["status"])
         if f.get("agent"):

@@ -34,6 +34,13 @@ class StoreSerializer(serializers.ModelSerializer):
 
 class EntrySerializer(serializers.ModelSerializer):
     store = serializers.CharField(source="store.slug", read_only=True)
+    state = serializers.CharField(
+        read_only=True,
+        help_text="active, expired (past valid_until), not yet valid, superseded or archived: only active is served.",
+    )
+    superseded_by = serializers.CharField(
+        source="superseded_by.key", read_only=True, allow_null=True, default=None, help_text="The replacement's key."
+    )
     scope = ScopeSerializer(read_only=True)
     tags = serializers.ListField(child=serializers.CharField(), read_only=True)
     etag = serializers.SerializerMethodField(
@@ -49,6 +56,11 @@ class EntrySerializer(serializers.ModelSerializer):
             "scope",
             "tags",
             "status",
+            "state",
+            "pinned",
+            "valid_from",
+            "valid_until",
+            "superseded_by",
             "origin",
             "version",
             "content_hash",

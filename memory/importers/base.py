@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from dreamweb import input_guard
+
 from .source import Source
 
 # The MCP tool of Dreamweb's own server (clients/python, server name "dreamweb") that saves an in-band note. Agents
@@ -43,8 +45,9 @@ class Options:
 class Parsed:
     """One thing a reader found: a session document, a rejected part (``error``) or a remark (``notice``).
 
-    ``where`` names the place for messages ("line 12", "session 4c2d…"). ``size`` and ``raw`` are given by the
-    canonical reader only: the line's byte size and text, so validation can skip work the text shows is not needed.
+    ``where`` names the place for messages ("line 12", "session 4c2d…"). ``size``, ``raw`` and ``hints`` are given
+    by the canonical reader only: the line's byte size and text, and the input guard's hints from parsing it, so
+    validation can skip work the text shows is not needed.
     """
 
     where: str
@@ -53,6 +56,7 @@ class Parsed:
     notice: str | None = None
     size: int | None = None
     raw: bytes | None = None
+    hints: input_guard.Hints | None = None
 
 
 @dataclass(frozen=True)

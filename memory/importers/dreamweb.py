@@ -33,7 +33,7 @@ def read(source: Source, options: Options) -> Iterator[Parsed]:
             yield Parsed(where, error=str(SessionTooLarge(size, limit)))
             continue
         try:
-            doc, _ = input_guard.parse(line.rstrip(b"\r\n"))
+            doc, hints = input_guard.parse(line.rstrip(b"\r\n"))
         except input_guard.Refused as exc:
             yield Parsed(where, error=json_error(exc))
             continue
@@ -43,7 +43,7 @@ def read(source: Source, options: Options) -> Iterator[Parsed]:
                 doc["agent"] = options.agent
             if options.task and not doc.get("task"):
                 doc["task"] = options.task
-        yield Parsed(where, doc=doc, size=size, raw=line)
+        yield Parsed(where, doc=doc, size=size, raw=line, hints=hints)
 
 
 FORMAT = Format(

@@ -15,9 +15,11 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from dreamweb.gates import get_for_user
+from dreamweb.input_guard import parse_int
 from dreamweb.views import current_team_or_404
 
-from ..models import AgentSession, ContextServe, MemoryEntry, MemoryVersion
+from ..models import NEWEST, AgentSession, ContextServe, MemoryEntry, MemoryVersion
+from ..sessions import team_agents
 
 LIST_FIELDS = (
     "id",
@@ -34,6 +36,27 @@ LIST_FIELDS = (
     "ingested_at",
 )
 MAX_MARK = 400
+PER_PAGE = 50
+
+
+class BoundedPaginator(Paginator):
+    """Counts the rows only up to ten pages past the one asked for: a team's millionth session is never counted to
+    show its newest fifty. ``capped`` says there are more than that (the page shows "of N+")."""
+
+    AHEAD = 10
+
+    def __init__(self, object_list, per_page, *, page: int):
+        super().__init__(object_list, per_page)
+        self.bound = (max(page, 1) + self.AHEAD) * per_page
+        self.capped = False
+
+    @property
+    def count(self) -> int:
+        if not hasattr(self, "_bounded_count"):
+            found = self.object_list.order_by()[: self.bound + 1].count()
+            self.capped = found > self.bound
+            self._bounded_count = min(found, self.bound)
+        return self._bounded_count
 
 
 def _text(value) -> str:
@@ -108,18 +131,20 @@ def session_list(request):
         sessions = sessions.filter(agent=agent)
     if outcome:
         sessions = sessions.filter(outcome=outcome)
-    page = Paginator(sessions.only(*LIST_FIELDS).order_by("-started_at", "-id"), 50).get_page(request.GET.get("page"))
-    agents = (
-        AgentSession.objects.for_user(request.user)
-        .filter(team=membership.team)
-        .order_by("agent")
-        .values_list("agent", flat=True)
-        .distinct()
-    )
+    # Newest first, in the order of the team's index (memory.models.NEWEST): the page reads its rows and stops.
+    number = parse_int(request.GET.get("page") or "", minimum=1, maximum=10**6) or 1
+    paginator = BoundedPaginator(sessions.only(*LIST_FIELDS).order_by(*NEWEST), PER_PAGE, page=number)
+    page = paginator.get_page(request.GET.get("page"))
     return render(
         request,
         "memory/sessions.html",
-        {"page": page, "agents": list(agents), "agent": agent, "outcome": outcome, "team": membership.team},
+        {
+            "page": page,
+            "agents": team_agents(membership.team_id),
+            "agent": agent,
+            "outcome": outcome,
+            "team": membership.team,
+        },
     )
 
 

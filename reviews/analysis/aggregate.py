@@ -16,7 +16,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from . import normalize as nz
-from .findings import AggregateResult, ProposalDraft, SessionFindings, count_sources, recurs, signature, trim
+from .findings import (
+    AggregateResult,
+    ProposalDraft,
+    SessionFindings,
+    count_sources,
+    plural,
+    recurs,
+    signature,
+    trim,
+)
 from .risk import assess, redact, redact_draft
 
 MAX_LEADERS = 24  # leaders kept per candidate block
@@ -38,11 +47,21 @@ FAMILY = {
     "rediscovery": "where",
     "lookup": "lookup",
     "guessed_path": "guess",
+    "request": "request",
     "secret": "secret",
     "injection": "injection",
 }
 NEVER_PROPOSED = {"failure", "secret", "injection"}
-BASE_CONFIDENCE = {"guess": 0.5, "check": 0.65, "fix": 0.7, "pref": 0.75, "note": 0.6, "where": 0.6, "lookup": 0.45}
+BASE_CONFIDENCE = {
+    "request": 0.55,
+    "guess": 0.5,
+    "check": 0.65,
+    "fix": 0.7,
+    "pref": 0.75,
+    "note": 0.6,
+    "where": 0.6,
+    "lookup": 0.45,
+}
 
 
 def family_of(f: dict) -> str:
@@ -107,8 +126,8 @@ class Bucket:
             return [("fix", self.new)]
         if fam == "check":
             return [("check", self.sig)]
-        if fam == "guess":
-            return [("guess", self.key)]
+        if fam in ("guess", "request"):
+            return [(fam, self.key)]
         if fam == "pref":
             # The user's words vary between sessions ("poetry" / "poetry add it" / none at all); the change the agent
             # made in response does not.
@@ -126,7 +145,7 @@ class Bucket:
             return False
         if fam == "check":
             return self.sig == other.sig
-        if fam == "guess":
+        if fam in ("guess", "request"):
             return self.key == other.key
         if fam == "fix":
             if self.new != other.new:
@@ -379,14 +398,38 @@ def _per_session_set(cluster: Cluster, field: str) -> set[str]:
     return {str(f.get(field)).lower() for _, f in cluster.items if f.get(field)}
 
 
+# An identifier that says where a note's knowledge came from, not what it is: an issue key (`LUM-2290`), a number
+# after ticket / run / job / build / incident / case / issue / PR / `#`.
+_PROVENANCE = re.compile(
+    r"\b[A-Z][A-Z0-9]{1,9}-\d+\b|(?i:\b(?:tickets?|runs?|jobs?|builds?|incidents?|cases?|issues?|PRs?|"
+    r"pull requests?|requests?)\s*#?|#)(?P<num>\d{2,})\b"
+)
+
+
+def _provenance_ids(text: str) -> set[str]:
+    return {(m.group("num") or m.group(0)).lower() for m in _PROVENANCE.finditer(text or "")}
+
+
 def _core_anchors(cluster: Cluster) -> frozenset:
     """The facts most of the cluster's sessions state: an anchor only one wording adds ("not 8000 anymore" next to
-    "port 8080") is context, not the fact."""
+    "port 8080") is context, not the fact. However many sessions repeat a wording, what only that wording says is
+    its own detail when three wordings or more say the rest; and where a ticket or a run a note was learned on is
+    named by one wording only ("Learned on LUM-2290: ...", "(ablation run 7731 showed ...)"), that is provenance,
+    never the fact."""
     per_anchor: Counter = Counter()
     for _, f in cluster.items:
         per_anchor.update(nz.anchors(f.get("summary") or ""))
     total = len(cluster.items)
-    return frozenset(a for a, c in per_anchor.items() if c * 2 > total)
+    wordings = {f.get("summary") or "" for _, f in cluster.items}
+    per_wording: Counter = Counter(a for t in wordings for a in nz.anchors(t))
+    provenance: Counter = Counter(i for t in wordings for i in _provenance_ids(t))
+    return frozenset(
+        a
+        for a, c in per_anchor.items()
+        if c * 2 > total
+        and not (len(wordings) >= 3 and per_wording[a] < 2)
+        and not (len(wordings) >= 2 and provenance[a] == 1 and per_wording[a] < 2)
+    )
 
 
 def _note_text(cluster: Cluster) -> str:
@@ -416,8 +459,22 @@ def _core_key(cluster: Cluster) -> str:
     return "note:" + " ".join(anchors) + "|" + " ".join(core)
 
 
+def _page_trust(cluster: Cluster) -> str | None:
+    """A note that repeats a fetched page in one of its sessions is that page's words in all of them: the trust of
+    the page (``tool`` or ``web``), whether or not each session fetched it (or the same version of it) first."""
+    if cluster.family != "note":
+        return None
+    found = {
+        (f.get("evidence") or [{}])[0].get("trust")
+        for _, f in cluster.items
+        if f.get("source_url") and (f.get("evidence") or [{}])[0].get("trust") in ("tool", "web")
+    }
+    return ("web" if "web" in found else "tool") if found else None
+
+
 def _evidence(cluster: Cluster, sessions: list[SessionFindings]) -> list[dict]:
     per: dict[int, list[dict]] = defaultdict(list)
+    page = _page_trust(cluster)
     for si, f in cluster.items:
         for e in f.get("evidence") or ():
             if len(per[si]) >= MAX_EVIDENCE_PER_SESSION:
@@ -430,6 +487,8 @@ def _evidence(cluster: Cluster, sessions: list[SessionFindings]) -> list[dict]:
                 "excerpt": trim(str(e.get("excerpt") or "")),
                 "trust": e.get("trust") or "agent",
             }
+            if page and row["trust"] == "agent":
+                row["trust"] = page
             if row not in per[si]:
                 per[si].append(row)
     out = []
@@ -471,7 +530,7 @@ def _confidence(cluster: Cluster, min_sessions: int, n: int) -> float:
     k = len(cluster.sessions)
     c = base + 0.03 * max(0, k - min_sessions) + (0.1 * k / n if n else 0)
     trusts = {e.get("trust") for _, f in cluster.items for e in f.get("evidence") or ()}
-    if trusts and trusts <= {"tool", "web"}:
+    if (trusts and trusts <= {"tool", "web"}) or _page_trust(cluster):
         c *= 0.5
     return round(min(0.95, c), 2)
 
@@ -498,6 +557,8 @@ def _describe(cluster: Cluster, sessions, n: int) -> str:
     head = f"Seen in {k} of {n} sessions ({who})"
     fam = cluster.family
     old, new = _shared_wording(_per_session(cluster, "old")), _shared_wording(_per_session(cluster, "new"))
+    if fam == "request":
+        return f"{head}: the person asked to {f.get('verb')} {plural(f.get('noun') or '')} once the work was done."
     if fam == "guess":
         paths = len(_per_session_set(cluster, "location"))
         return f"{head}: `{f.get('tool')}` was pointed at {paths} different paths that do not exist."
@@ -878,6 +939,10 @@ def _known_or_stale_entry(c: Cluster, index: MemoryIndex, agent: str | None) -> 
         return "new", None
     if fam == "guess":
         return "new", None  # a habit of this team's agents, not a fact memory could already hold
+    if fam == "request":
+        noun = f.get("noun") or ""
+        hits = [e for e in index.mentioning(noun) + index.mentioning(plural(noun)) if _scope_ok(e, agent)]
+        return ("known", hits[0]) if hits else ("new", None)
     if fam in ("where", "lookup"):
         loc = f.get("location") or f.get("query") or ""
         hits = [e for e in index.mentioning(loc) if _scope_ok(e, agent)]
@@ -939,6 +1004,13 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
     if fam == "note":
         content = _note_text(c)
         kind = "note"
+    elif fam == "request":
+        what = f"{f.get('verb')} {plural(f.get('noun') or '')}"
+        content = (
+            f"In {k} sessions the person had to ask for it once the work was done: {what}. {what[0].upper()}"
+            f"{what[1:]} as part of the work, without being asked."
+        )
+        kind = "preference"
     elif fam == "guess":
         tool = f.get("tool") or "the read"
         content = (
@@ -1016,6 +1088,8 @@ def _key_hint(c: Cluster) -> str:
         return "command-" + nz.slug(f.get("new") or "", 40)
     if c.family == "check":
         return "check-" + nz.slug(f.get("rule") or f.get("error_signature") or "", 40)
+    if c.family == "request":
+        return "ask-" + nz.slug(f"{f.get('verb')} {f.get('noun')}", 40)
     if c.family == "guess":
         return "look-up-paths-" + nz.slug(f.get("tool") or "", 30)
     if c.family == "pref":

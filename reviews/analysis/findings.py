@@ -49,6 +49,13 @@ def trim(text: str, limit: int = EXCERPT_CHARS) -> str:
     return (cut[:space] if space > limit * 0.6 else cut).rstrip() + " …"
 
 
+def plural(noun: str) -> str:
+    """An English noun's plural, for the nouns a lesson names (`test` → `tests`, `entry` → `entries`)."""
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+
+
 def evidence(event_index: int, excerpt: str, trust: str) -> dict:
     return {"event_index": int(event_index), "excerpt": trim(excerpt), "trust": trust}
 

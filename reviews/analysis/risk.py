@@ -120,6 +120,12 @@ def _password_like(word: str) -> bool:
     )
 
 
+def _strong_password(tok: str) -> bool:
+    if "/" in tok or "://" in tok or re.fullmatch(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", tok) or re.search(r"[()=<>{}]", tok):
+        return False
+    return all(re.search(p, tok) for p in (r"[a-z]", r"[A-Z]", r"\d", r"[!#$%&*?^~@]"))
+
+
 # Values after "password is" that describe the password rather than being it.
 _DESCRIPTIVE = frozenset(
     """stored kept saved managed rotated shared handled available located required needed missing set unset none empty
@@ -195,6 +201,12 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
     for m in LONG_TOKEN.finditer(text):
         if _looks_random(m.group(0)):
             spans.append(("high-entropy token", m.start(), m.end()))
+    # Whatever the words around it: a word with upper and lower case, a digit and a symbol is a typed password
+    # (`Spring2026!Fernhill`, `support-admin / W1nter#Desk`), never a name, a path or an address.
+    for m in PASSWORD_TOKEN.finditer(text):
+        tok = m.group(0)
+        if _strong_password(tok):
+            spans.append(("credential", m.start(), m.end()))
     if CREDENTIAL_WORDS.search(text):
         for m in CONTEXT_TOKEN.finditer(text):
             tok = m.group(0)

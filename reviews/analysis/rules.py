@@ -22,7 +22,7 @@ import shlex
 from dataclasses import dataclass
 
 from . import normalize as nz
-from .findings import AnalysisResult, evidence, make_finding, trim
+from .findings import AnalysisResult, evidence, make_finding, plural, trim
 from .risk import INJECTION, REDACTED, has_secret, redact, secret_kinds
 from .tools import SHELL_TOOLS, main_argument
 
@@ -1151,6 +1151,93 @@ def _injections(actions: list[Action]) -> list[dict]:
     return out
 
 
+# A person asking, once the agent has worked, for something more to be added (`can you add some tests for this?`,
+# `please also write a changelog entry`, `let's document the flag`): when the same addition is asked for in session
+# after session, the agents should make it part of the work. Only additions: a request to use or do something else
+# instead is a correction (_corrections), and a negation marks one.
+_REQUEST_LEAD = re.compile(
+    r"(?i)^(?:(?:ok|okay|great|thanks|cool|nice|perfect|good|yes|now|also|and|then|so)[,.!]?\s+)*"
+    r"(?:(?:can|could|would|will)\s+(?:you|we)\s+(?:please\s+)?(?:also\s+)?|please\s+(?:also\s+)?|"
+    r"let'?s\s+(?:also\s+)?)?(?P<verb>add|write|create|include|document|cover)\s+(?P<rest>.+)$",
+    re.S,
+)
+_REQUEST_NOT = re.compile(r"(?i)\b(?:not|no|never|instead|stop|don'?t|doesn'?t|didn'?t|rather|wrong)\b|n't\b")
+
+
+def _wordset(text: str) -> frozenset:
+    return frozenset(text.split())
+
+
+_NP_DETERMINERS = _wordset("a an the some any more another each every new extra additional one two")
+_NP_STOP = _wordset(
+    "here there too also again now please first later then around under over through across inside "
+    "within without per via between behind near up out for that which who to so in on with from into "
+    "when where if because and or but as like than while about after before by at of"
+)
+_NP_PRONOUNS = _wordset(
+    "it this that them these those me us you something anything everything all there here again too now "
+    "sure so one ones"
+)
+# Where the request itself ends: a negation after it ("so we don't break it again") says why, not what instead.
+_CLAUSE_END = re.compile(r"[,;:?!]|\.(?:\s|$)|\s(?:so|because|since|as)\s")
+_QUANTIFIER = re.compile(r"(?i)^(?:at least|at most|a couple of|a few|one or two)\s+")
+
+
+def _requested(text: str) -> tuple[str, str] | None:
+    """(verb, the head noun of what is asked for, singular) of a request for an addition, else None."""
+    if len(text) > 300 or _REQUEST_NOT.search(_CLAUSE_END.split(text, maxsplit=1)[0]):
+        return None
+    m = _REQUEST_LEAD.match(text.strip())
+    if m is None:
+        return None
+    phrase: list[str] = []
+    for tok in re.findall(r"[A-Za-z][\w'-]*|[^\w\s]", _QUANTIFIER.sub("", m.group("rest"))):
+        low = tok.lower()
+        # `a safety check looking at ...`: a participle after the noun ends the phrase (not `some logging`)
+        if not tok[0].isalpha() or low in _NP_STOP or (low.endswith("ing") and set(phrase) - _NP_DETERMINERS):
+            break
+        phrase.append(low)
+        if len(phrase) > 5:
+            return None
+    if not phrase or (len(phrase) == 1 and phrase[0] in _NP_PRONOUNS):
+        return None
+    head = phrase[-1]
+    if head.endswith("ies") and len(head) > 4:
+        head = head[:-3] + "y"
+    elif head.endswith("s") and not head.endswith("ss") and len(head) > 3:
+        head = head[:-1]
+    if head in _NP_PRONOUNS or len(head) < 3:
+        return None
+    return m.group("verb").lower(), head
+
+
+def _requests(messages, findings: list[dict]) -> list[dict]:
+    """A person's request for an addition after the agent has worked (not the session's opening task), in a message
+    no other finding stands on: one finding per thing asked for in the session."""
+    used = {e.get("event_index") for f in findings for e in f.get("evidence") or ()}
+    out, seen = [], set()
+    for idx, role, text, before in messages:
+        if role != "user" or before == 0 or idx in used:
+            continue
+        asked = _requested(text)
+        if asked is None or asked in seen:
+            continue
+        seen.add(asked)
+        verb, noun = asked
+        out.append(
+            make_finding(
+                "request",
+                f"request:{verb} {noun}",
+                f"The person had to ask for it once the work was done: {verb} {plural(noun)}.",
+                evidence=[evidence(idx, trim(text, 200), "user")],
+                confidence=0.55,
+                verb=verb,
+                noun=noun,
+            )
+        )
+    return out
+
+
 def analyze(doc: dict, served=()) -> AnalysisResult:
     """Findings of one canonical session document (contracts/session.schema.json)."""
     events = doc.get("events") or []
@@ -1166,6 +1253,7 @@ def analyze(doc: dict, served=()) -> AnalysisResult:
     findings += _guesses(actions)
     findings += _notes(notes, actions, srv)
     findings += _injections(actions)
+    findings += _requests(messages, findings)
     # Nothing that looks like a secret leaves the analyzer, whatever signal it rode in on.
     for f in [*findings, *srv.recurred]:
         if f["kind"] == "secret":

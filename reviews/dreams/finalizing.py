@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from dreamweb import rls
 from dreamweb.provenance import Author
-from memory.models import AgentSession, MemoryEntry, MemoryStore
+from memory.models import AgentSession, EntryStatus, MemoryEntry, MemoryStore
 from memory.services import new_entry_key, snapshot, snapshot_hash
 from skills_registry.models import Skill
 from skills_registry.services import skill_snapshots
@@ -50,6 +50,7 @@ from ..models import (
     SessionAnalysis,
 )
 from ..services import NotPending, apply_proposal, policy_allows
+from .expiry import expiry_drafts
 from .queue import TASK_OPTIONS, run_info
 from .reports import build_report, draft_report
 from .selection import get_policy
@@ -58,6 +59,8 @@ from .upkeep import upkeep_proposals
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
 log = logging.getLogger("reviews.dreams")
+
+NO_MODEL = "no language model is configured (DREAMWEB_LLM_MODEL, and OPENAI_API_KEY or OPENAI_BASE_URL)"
 
 # Proposals that already wait for someone (or for nobody: quarantined): a new draft with the same signature is not
 # stored twice.
@@ -303,9 +306,9 @@ def _fail_unanalysed(run: DreamRun) -> None:
     )
 
 
-def _aggregate(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> tuple[AggregateResult, str]:
-    """The run's drafts (memory and skills) against the store's memory and the team's skills, and the hash of the
-    memory it aggregated against."""
+def _aggregate(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> tuple[AggregateResult, str, dict]:
+    """The run's drafts (memory and skills) against the store's memory and the team's skills, the hash of the
+    memory it aggregated against, and what the optional consolidation step did."""
     memory = snapshot(run.store)
     skills = skill_snapshots(run.team_id)
     result = aggregate_mod.aggregate(
@@ -318,10 +321,51 @@ def _aggregate(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> tuple[A
         store_kind=run.store.kind,
         allowed_hosts=list(run.team.allowed_hosts or []),
     )
+    consolidation = _consolidate(run, policy, memory, result)
     result.proposals += skill_proposals(run, sessions, policy, skills)
     result.proposals += upkeep_proposals(run, policy, sessions_analysed=len(sessions))
+    result.proposals += expiry_drafts(run.store)  # expired entries: remove or renew
     memory_hash = snapshot_hash((m["key"], m["scope_agent"], m["scope_task"], m["content_hash"]) for m in memory)
-    return result, memory_hash
+    return result, memory_hash, consolidation
+
+
+def _consolidate(run: DreamRun, policy: AutonomyPolicy, memory: list[dict], result: AggregateResult) -> dict:
+    """The optional LLM consolidation step (policy.consolidate, issue 11): the configured model points at entries
+    and new lessons that say the same thing in other words or contradict each other, and
+    reviews.analysis.consolidate turns that into merges and supersessions (medium risk at least: a reviewer decides).
+    The model of an `openai:` run, else the configured one. Its failure, or no model configured, is recorded in the
+    run's outcome and the cycle goes on with the aggregation's drafts. Returns consolidate.summary(), {} when off."""
+    if not policy.consolidate:
+        return {}
+    if not registry.openai_configured():
+        log.warning("dream #%s: consolidation is on but no language model is configured: skipped", run.pk)
+        return {"proposed": 0, "skipped": [], "tokens": {"input": 0, "output": 0}, "error": NO_MODEL}
+    # Imported only when the step runs: a rules-only worker does not load the language model's side.
+    from ..analysis import consolidate as consolidate_mod
+    from ..analysis.openai_analyzer import OpenAIAnalyzer
+
+    model = registry.model_of(run.analyzer) if run.analyzer.startswith("openai:") else settings.DREAMWEB_LLM_MODEL
+    # A pinned entry is never folded away into another (consolidate refuses such a group).
+    pinned = set(
+        MemoryEntry.objects.filter(store=run.store, status=EntryStatus.ACTIVE, pinned=True).values_list(
+            "key", flat=True
+        )
+    )
+    done = consolidate_mod.consolidate(
+        OpenAIAnalyzer(model=model).client,
+        model=model,
+        memory=[{**m, "pinned": m["key"] in pinned} for m in memory],
+        drafts=result.proposals,
+        store_kind=run.store.kind,
+        allowed_hosts=list(run.team.allowed_hosts or []),
+        max_tokens=int(getattr(settings, "DREAMWEB_LLM_MAX_OUTPUT_TOKENS", 4000)),
+    )
+    result.proposals = done.drafts
+    if done.error:
+        log.warning("dream #%s: consolidation failed, the cycle goes on without it: %s", run.pk, done.error)
+    else:
+        log.info("dream #%s: consolidation proposed or changed %s proposals", run.pk, done.proposed)
+    return consolidate_mod.summary(done)
 
 
 def _analyses(run: DreamRun, done: int) -> _Analyses:
@@ -359,9 +403,12 @@ def _finalize(run_id: int, team_id: int) -> dict:
         _fail_unanalysed(run)
         policy = get_policy(run.store)
         sessions = _session_findings(run)
-        result, memory_hash = _aggregate(run, sessions, policy)
+        result, memory_hash, consolidation = _aggregate(run, sessions, policy)
         screened = _screen(run.store, list(result.proposals))
         analyses = _analyses(run, done=len(sessions))
+        if consolidation:  # the step's tokens are the run's too (its cost, its budget's report)
+            analyses.tokens_input += consolidation["tokens"]["input"]
+            analyses.tokens_output += consolidation["tokens"]["output"]
         new_ids = [] if run.dry_run else _persist(run, screened.new)
         outcome = RunOutcome(
             waiting=sorted(screened.waiting.values()),
@@ -370,6 +417,7 @@ def _finalize(run_id: int, team_id: int) -> dict:
             withheld=len(result.withheld),
             isolated_total=len(result.isolated),
             memory_hash_aggregated=memory_hash,
+            consolidation=consolidation,
         )
         proposals = len(screened.new) + len(screened.waiting) if run.dry_run else len(new_ids)
         _record(run, analyses, result, outcome, proposals)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from django.db.models import F, Q
+from django.db.models import Exists, OuterRef, Q
 
-from memory.models import AgentSession, ContextServe, MemoryEntry, MemoryStore, MemoryVersion
+from memory.models import NEWEST, AgentSession, ContextServe, MemoryEntry, MemoryStore, MemoryVersion
 from skills_registry.models import Skill
 
 from ..models import AnalysisStatus, AutonomyPolicy, RunStatus, SessionAnalysis
@@ -28,22 +28,27 @@ def select_sessions(
     exclude_run_id: int | None = None,
 ) -> list[int]:
     """Ids of the sessions a cycle over this store reads: only the store's team's sessions (optionally only these
-    agents), not consumed by an earlier non-dry-run cycle of this store unless ``all_sessions``, newest first, at
-    most ``limit``. A session is consumed when a cycle that did not fail analysed it (or is analysing it now); a
-    session whose analysis failed is read again next time."""
-    sessions = AgentSession.objects.filter(team_id=store.team_id)
+    agents) whose events retention has not dropped, not consumed by an earlier non-dry-run cycle of this store
+    unless ``all_sessions``, newest first, at most ``limit``. A session is consumed when a cycle that did not fail
+    analysed it (or is analysing it now); a session whose analysis failed is read again next time."""
+    sessions = AgentSession.objects.filter(team_id=store.team_id, events_pruned_at__isnull=True)
     if agents:
         sessions = sessions.filter(agent__in=list(agents))
     if not all_sessions:
         not_failed = [*RunStatus.completed(), RunStatus.RUNNING, RunStatus.AGGREGATING]
-        consumed = SessionAnalysis.objects.filter(team_id=store.team_id, run__store=store, run__dry_run=False).filter(
+        consumed = SessionAnalysis.objects.filter(
+            team_id=store.team_id, session_id=OuterRef("pk"), run__store=store, run__dry_run=False
+        ).filter(
             Q(status=AnalysisStatus.DONE, run__status__in=not_failed)
             | Q(status=AnalysisStatus.PENDING, run__status=RunStatus.RUNNING)
         )
         if exclude_run_id is not None:
             consumed = consumed.exclude(run_id=exclude_run_id)
-        sessions = sessions.exclude(pk__in=consumed.values("session_id"))
-    ordered = sessions.order_by(F("started_at").desc(nulls_last=True), "-id")
+        # NOT EXISTS, probed per candidate (SessionAnalysis's session index) while the team's newest sessions are
+        # read in index order (AgentSession's agentsession_team_newest) until ``limit`` are found: the cost follows
+        # the limit, not the number of sessions stored or consumed (NOT IN would hash every consumed id first).
+        sessions = sessions.filter(~Exists(consumed))
+    ordered = sessions.order_by(*NEWEST)
     return list(ordered.values_list("pk", flat=True)[: max(0, int(limit))])
 
 

@@ -14,6 +14,7 @@ from django.db.models import Prefetch, Q
 from django.urls import reverse
 
 from memory.models import MemoryEntry, MemoryVersion
+from memory.services import replacement_key
 from skills_registry.models import Skill
 
 from .. import diffs, evidence
@@ -221,12 +222,19 @@ def _writes(p: Proposal) -> list[dict]:
     """What approval writes, exactly: (verb, key) per entry, in the order apply_change writes them."""
     if p.operation == ProposalOperation.ADD:
         return [{"verb": "create", "key": p.write_key}]
+    if p.operation == ProposalOperation.UPDATE and p.supersedes:  # a contradiction: a new entry, the old one kept
+        return [
+            w
+            for k in p.targets[:1]
+            for w in ({"verb": "create", "key": replacement_key(k)}, {"verb": "supersede", "key": k})
+        ]
     if p.operation == ProposalOperation.UPDATE:
         return [{"verb": "rewrite", "key": k} for k in p.targets[:1]]
     if p.operation == ProposalOperation.REMOVE:
         return [{"verb": "archive", "key": k} for k in p.targets]
     keep, *rest = p.targets or [""]
-    return [{"verb": "rewrite", "key": keep}, *({"verb": "archive", "key": k} for k in rest)]
+    folded = "supersede" if p.supersedes else "archive"
+    return [{"verb": "rewrite", "key": keep}, *({"verb": folded, "key": k} for k in rest)]
 
 
 def _related(proposals) -> tuple[dict[str, list], dict[str, list]]:

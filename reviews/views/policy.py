@@ -19,6 +19,7 @@ from memory.models import MemoryStore
 from memory.sessions import agent_sources, describe_source
 
 from .. import policy_impact, services
+from ..analysis import registry
 from ..forms import PolicyForm
 from ..models import AutonomyPolicy, PolicyChange
 
@@ -76,6 +77,7 @@ def policy(request, store_pk: int):
         "previewing": previewing,
         "impact": policy_impact.impact(store, draft) if draft is not None else None,
         "recent_days": policy_impact.RECENT_DAYS,
+        "llm_configured": registry.openai_configured(),
     }
     if previewing and request.htmx:
         return render(request, "reviews/policy.html#impact", context)

@@ -19,8 +19,8 @@ def copy_agents(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0009_store_agents"),
-        ("reviews", "0009_policy_forgetting"),
+        ("memory", "0010_store_agents"),
+        ("reviews", "0011_policy_consolidate"),
     ]
 
     operations = [

@@ -21,8 +21,8 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviews", "0010_store_agents_move"),
-        ("memory", "0010_session_source"),
+        ("reviews", "0012_store_agents_move"),
+        ("memory", "0011_session_source"),
     ]
 
     operations = [
