@@ -14,7 +14,7 @@ from memory.budget import budget_impact
 from memory.context import clamp_budget
 from memory.models import MemoryEntry
 
-from ..models import AutonomyPolicy, Proposal, ProposalOperation, TargetKind
+from ..models import Proposal, ProposalOperation, TargetKind
 from .gates import proposal_for
 
 
@@ -39,7 +39,7 @@ def impact_for(proposal: Proposal) -> dict:
     }
     context = {"applies": grows(proposal, lengths), "impacts": [], "max_items": max_items, "max_tokens": max_tokens}
     if context["applies"]:
-        agents = AutonomyPolicy.objects.filter(store_id=proposal.store_id).values_list("agents", flat=True).first()
+        agents = list(proposal.store.agents or [])  # the agents the store serves (memory.MemoryStore.agents)
         context["impacts"] = budget_impact(
             proposal.store,
             content=proposal.content,
