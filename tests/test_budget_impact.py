@@ -33,7 +33,9 @@ def store(world):
     make_entry(store, key="disliked", content="Ping the channel.")
     MemoryEntry.objects.filter(key="liked").update(rating=1.0, rating_count=3)
     MemoryEntry.objects.filter(key="disliked").update(rating=-1.0, rating_count=3)
-    AutonomyPolicy.objects.create(team=world.team_a, store=store, agents=["bot", "ops"])
+    AutonomyPolicy.objects.create(team=world.team_a, store=store)
+    store.agents = ["bot", "ops"]  # the agents the store serves
+    store.save()
     return store
 
 
