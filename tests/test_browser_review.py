@@ -99,7 +99,8 @@ def test_three_session_card_with_n_more_and_approve_writes_the_key_shown(page, l
     assert shown_key == key
     card.locator("[data-action=approve]").click()
     expect(card).to_have_count(0)
-    expect(page.get_by_text("Nothing to review")).to_be_visible()  # the queue refilled: no request left in flight
+    expect(page.get_by_text("Nothing to review")).to_be_visible()  # the queue refilled
+    page.wait_for_load_state("networkidle")  # no request left in flight when the test's database is flushed
     assert MemoryEntry.objects.filter(store=world.store_a, key=shown_key).exists()
 
 
@@ -121,6 +122,7 @@ def test_conflict_rebased_and_approved(page, live_server, world, expect):
     card.locator("[data-action=approve]").click()
     expect(card).to_have_count(0)
     expect(page.get_by_text("Nothing to review")).to_be_visible()
+    page.wait_for_load_state("networkidle")
     assert MemoryEntry.objects.get(pk=entry.pk).content == "Deploy with `make release`."
 
 
