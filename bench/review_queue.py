@@ -1,7 +1,10 @@
-"""Benchmark: the review queue page with 10,000 pending proposals, and the approve round trip.
+"""Benchmark: the review queue page with 10,000 pending proposals, the decided view with as many decided ones, and
+the approve round trip.
 
 Creates a scratch PostgreSQL database (as the owner role), migrates it, seeds one team with 10,000 pending
-proposals (three evidence rows each, a quarter of them updates of existing entries) and drives the pages in-process
+proposals (three evidence rows each with their context lines, a quarter of them updates of existing entries) and
+as many decided ones (applied by a reviewer or by the store's policy, rejected with a reason, conflicts), and drives
+the pages in-process
 with the Django test client as the application role (row-level security in force, the full middleware stack):
 server time, without the network. Medians of several requests after warm-up. The database is dropped at the end.
 
@@ -114,13 +117,52 @@ def seed(n: int):
                     event_index=k,
                     excerpt=sentence(rng, 12),
                     trust="tool",
+                    context=[[k, "call bash", sentence(rng, 10)], [k + 1, "result (failed)", sentence(rng, 14)]],
                 )
                 for p in proposals
                 for k in range(3)
             ),
             batch_size=5000,
         )
+        _decided(team, store, user, rng, n)
     return user, proposals
+
+
+def _decided(team, store, user, rng, n: int) -> None:
+    """``n`` decided proposals: a third applied (half by a reviewer, half by the policy), a third rejected with a
+    reason, the rest conflicts, decided over the last 60 days."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reviews.models import Proposal
+
+    now = timezone.now()
+    rows = []
+    for i in range(n):
+        status = ("applied", "rejected", "conflict")[i % 3]
+        by_policy = status == "applied" and i % 2 == 0
+        rows.append(
+            Proposal(
+                team=team,
+                store=store,
+                operation="add",
+                content=sentence(rng, 20),
+                key_hint=f"decided-{i}",
+                kind="preference",
+                rationale=sentence(rng, 12),
+                prevalence_sessions=rng.randint(3, 60),
+                prevalence_of=60,
+                confidence=rng.random(),
+                status=status,
+                decided_by=None if by_policy else user,
+                decided_by_policy="auto_low_risk" if by_policy else "",
+                decided_at=now - timedelta(minutes=rng.randint(1, 60 * 24 * 60)),
+                decision_reason=sentence(rng, 10) if status != "applied" else "",
+                signature=f"decided-sig-{i}",
+            )
+        )
+    Proposal.objects.bulk_create(rows, batch_size=2000)
 
 
 def vacuum_analyze(db: ScratchDatabase) -> None:
@@ -156,18 +198,18 @@ def main() -> None:
         t0 = time.perf_counter()
         user, proposals = seed(args.proposals)
         vacuum_analyze(db)
-        print(f"seeded {len(proposals)} pending proposals in {time.perf_counter() - t0:.1f} s")
+        print(f"seeded {len(proposals)} pending and as many decided proposals in {time.perf_counter() - t0:.1f} s")
 
         from django.test import Client
 
         client = Client()
         client.force_login(user)
 
-        def get(params=None, **headers):
+        def get(params=None, path="/reviews/", marker=b'id="card-', **headers):
             def run():
-                response = client.get("/reviews/", params or {}, **headers)
+                response = client.get(path, params or {}, **headers)
                 assert response.status_code == 200, response.status_code
-                assert b'id="card-' in response.content
+                assert marker in response.content
 
             return run
 
@@ -180,6 +222,14 @@ def main() -> None:
             ("queue, 100 cards per page", {"per": 100}, {}),
         ]:
             rows.append((label, *median_ms(get(params, **headers), args.requests)))
+        for label, params in [
+            ("decided view, first page (50 rows)", {}),
+            ("decided view, applied by a policy", {"by": "policy"}),
+            ("decided view, conflicts, page 20", {"status": "conflict", "page": 20}),
+        ]:
+            rows.append(
+                (label, *median_ms(get(params, path="/reviews/decided/", marker=b"data-decided"), args.requests))
+            )
 
         # Approve round trip: POST with htmx, the service applies (one entry version), counters re-computed.
         pool = [p for p in proposals if p.operation == "update"][: args.approvals // 2]
@@ -197,7 +247,8 @@ def main() -> None:
         rows.append((label, statistics.median(times), times[int(len(times) * 0.9) - 1], statistics.median(cpu)))
 
         print(f"load average before: {os.getloadavg()[0]:.1f}")
-        print(f"\n| request ({args.proposals:,} pending) | median ms | p90 ms | Django CPU ms |\n|---|---:|---:|---:|")
+        n = f"{args.proposals:,}"
+        print(f"\n| request ({n} pending, {n} decided) | median ms | p90 ms | Django CPU ms |\n|---|---:|---:|---:|")
         for label, med, p90, cpu_ms in rows:
             print(f"| {label} | {med:.1f} | {p90:.1f} | {cpu_ms:.1f} |")
 

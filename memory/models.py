@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from dreamweb.models import AgentKey, Team
@@ -270,6 +271,14 @@ class AgentSession(models.Model):
                 fields=["team", "ingested_at"],
                 name="agentsession_events_kept",
                 condition=Q(events_pruned_at__isnull=True),
+            ),
+            # The notes an agent delivered live are small sessions whose metadata.note_of names their session: a
+            # dream looks them up for every batch (reviews.dreams.selection.delivered_notes). Only those rows.
+            models.Index(
+                models.F("team"),
+                KeyTransform("note_of", "metadata"),
+                name="agentsession_note_of",
+                condition=Q(metadata__has_key="note_of"),
             ),
         ]
 

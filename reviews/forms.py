@@ -53,6 +53,34 @@ class QueueFilterForm(forms.Form):
         return cleaned
 
 
+class DecidedFilterForm(forms.Form):
+    """The decided view's filters (invalid values are dropped, as on the queue)."""
+
+    status = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "Any outcome"),
+            ("applied", "Applied"),
+            ("rejected", "Rejected"),
+            ("conflict", "Conflict"),
+            ("superseded", "Superseded"),
+        ],
+    )
+    by = forms.ChoiceField(
+        required=False, choices=[("", "Anyone"), ("person", "A reviewer"), ("policy", "The store's policy")]
+    )
+    store = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    operation = forms.ChoiceField(required=False, choices=[("", "Any operation"), *ProposalOperation.choices])
+
+    def __init__(self, data, *, stores):
+        super().__init__(data)
+        self.fields["store"].choices = [("", "All stores")] + [(s.pk, s.display_name) for s in stores]
+
+    def filters(self) -> dict:
+        self.is_valid()
+        return {name: self.cleaned_data.get(name) for name in self.fields if name not in self.errors}
+
+
 class DecisionForm(forms.Form):
     """A decision on one card. ``edited`` says the edit form sent it: then key and scope are the reviewer's
     (an empty scope means every agent / every task). ``also`` names the same change pending in other stores."""

@@ -283,6 +283,13 @@ class ProposalStatus(models.TextChoices):
     ROLLED_BACK = "rolled_back", "Rolled back"
 
 
+DECIDED_STATUSES = (
+    ProposalStatus.APPLIED,
+    ProposalStatus.REJECTED,
+    ProposalStatus.CONFLICT,
+    ProposalStatus.SUPERSEDED,
+)
+
 # The review queue's filters: the name a filter has in the queue's URL → the Proposal field it compares. The agent
 # filter's UNSCOPED value asks for the proposals scoped to no agent.
 QUEUE_FILTERS = {"operation": "operation", "kind": "kind", "risk": "risk", "agent": "scope_agent"}
@@ -331,6 +338,19 @@ class ProposalQuerySet(TeamQuerySet):
         """The rows grouped by operation, kind, agent scope and risk, with their number ``n``: one scan gives the
         queue's filter choices, its risk counters and its total under any filters (facet_matches), no COUNT each."""
         return list(self.order_by().values(*FACET_FIELDS).annotate(n=models.Count("id")))
+
+    def decided(self):
+        """What someone (or a policy) decided: applied, rejected, conflict, superseded."""
+        return self.filter(status__in=DECIDED_STATUSES)
+
+    def decided_by_kind(self, by: str):
+        """``person``: a reviewer decided; ``policy``: the store's autonomy policy applied it (older rows: applied
+        with nobody named); anything else: all."""
+        if by == "person":
+            return self.filter(decided_by__isnull=False)
+        if by == "policy":
+            return self.filter(Q(decided_by_policy__gt="") | Q(status=ProposalStatus.APPLIED, decided_by__isnull=True))
+        return self
 
     def decided_since(self, since) -> dict[str, int]:
         """How many were decided since ``since``, by status."""
@@ -404,8 +424,10 @@ class Proposal(models.Model):
             models.Index(fields=["team", "status", "created_at"], name="proposal_queue_age"),
             models.Index(fields=["team", "decided_at"], name="proposal_decided"),
             models.Index(fields=["store", "signature"], name="proposal_store_signature"),
-            # A rejection is remembered across the team's stores (reviews.dreams.finalizing._screen).
+            # A card's related proposals (the same change in other stores, earlier decisions on it or on its key) and the
+            # rejections remembered across the team's stores (reviews.dreams.finalizing).
             models.Index(fields=["team", "signature"], name="proposal_team_signature"),
+            models.Index(fields=["team", "key_hint"], name="proposal_team_key_hint"),
         ]
 
     def __str__(self) -> str:

@@ -1,11 +1,12 @@
 from django.urls import path
 
-from .views import budget, decisions, effectiveness, policy, queue, runs, undo
+from .views import budget, decided, decisions, effectiveness, policy, queue, runs, undo
 
 app_name = "reviews"
 urlpatterns = [
     path("", queue.queue, name="queue"),
     path("bulk/", decisions.bulk, name="bulk"),
+    path("decided/", decided.decided, name="decided"),
     path("proposals/<int:pk>/", decisions.proposal_detail, name="proposal"),
     path("proposals/<int:pk>/edit/", decisions.edit, name="edit"),
     path("proposals/<int:pk>/approve/", decisions.approve, name="approve"),

@@ -122,6 +122,7 @@ def test_the_card_shows_what_a_new_entry_pushes_out(page, live_server, world, se
     proposal = make_proposal(world.store_a, operation="add", content="Run the tests first.", key_hint="tests-first")
     sign_in(page, live_server, "alice")
     card = page.locator(f"#card-{proposal.pk}")
+    card.locator("[data-action=budget]").click()
     expect(card.locator("[data-budget-impact]")).to_contain_text("pushes out disliked")
     expect(card.locator("[data-action=approve]")).to_have_count(1)  # the card itself is intact
     shoot(card, "card-budget-impact.png")

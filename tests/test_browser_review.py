@@ -99,6 +99,8 @@ def test_three_session_card_with_n_more_and_approve_writes_the_key_shown(page, l
     assert shown_key == key
     card.locator("[data-action=approve]").click()
     expect(card).to_have_count(0)
+    expect(page.get_by_text("Nothing to review")).to_be_visible()  # the queue refilled
+    page.wait_for_load_state("networkidle")  # no request left in flight when the test's database is flushed
     assert MemoryEntry.objects.filter(store=world.store_a, key=shown_key).exists()
 
 
@@ -119,6 +121,8 @@ def test_conflict_rebased_and_approved(page, live_server, world, expect):
     expect(card.locator(".diff del")).to_contain_text("by hand")
     card.locator("[data-action=approve]").click()
     expect(card).to_have_count(0)
+    expect(page.get_by_text("Nothing to review")).to_be_visible()
+    page.wait_for_load_state("networkidle")
     assert MemoryEntry.objects.get(pk=entry.pk).content == "Deploy with `make release`."
 
 
@@ -191,3 +195,22 @@ def test_the_demo_queue_is_light_and_no_card_is_taller_than_a_screen(page, live_
     heights = cards.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
     assert len(html) < 60 * 1024 and max(heights) <= SCREEN["height"], (len(html), count, heights)
     shoot(page, "queue.png")
+
+
+def test_decided_view_lists_a_policy_applied_change(page, live_server, world, expect):
+    from reviews import services
+
+    applied = services.apply_proposal(
+        make_proposal(world.store_a, content="Policy fact."), reason="applied by dream #7", policy="auto_low_risk"
+    )
+    services.reject(make_proposal(world.store_a, content="Noise."), user=world.alice, reason="duplicate")
+    sign_in(page, live_server, "alice")
+    page.get_by_role("link", name="All decisions →").click()
+    expect(page.locator("[data-decided]")).to_have_count(2)
+    page.select_option("select[name=by]", "policy")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("[data-decided]")).to_have_count(1)
+    row = page.locator(f'[data-decided="{applied.pk}"]')
+    expect(row).to_contain_text("policy: apply low-risk changes at once")
+    expect(row).to_contain_text("applied by dream #7")
+    shoot(page, "decided.png")

@@ -72,7 +72,7 @@ def test_the_card_loads_the_impact_and_the_page_shows_it(client, world, store, s
     client.force_login(world.victor)
     queue = client.get(reverse("reviews:queue")).text
     url = reverse("reviews:budget", args=[add.pk])
-    assert f'hx-get="{url}"' in queue and f'href="{url}"' in queue
+    assert f'hx-get="{url}"' in queue and f'href="{url}"' in queue and 'hx-trigger="toggle once"' in queue
     assert reverse("reviews:budget", args=[remove.pk]) not in queue
     partial = client.get(url, HTTP_HX_REQUEST="true").text
     assert "<html" not in partial and "pushes out" in partial and "disliked" in partial

@@ -217,3 +217,37 @@ def test_the_list_of_agents_skips_through_the_index():
         assert team_agents(team.pk) == ["bot-0", "bot-1", "bot-2", "bot-3"]
     with rls.team_scope(other):
         assert team_agents(team.pk) == []  # row-level security: another team's scope sees none of them
+
+
+@pytest.mark.skipif(not is_postgres(), reason="EXPLAIN of PostgreSQL's planner")
+def test_the_notes_delivered_live_are_found_through_their_index_not_a_scan_of_the_sessions():
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.sessions import store_batch, validate_session
+    from reviews.dreams.selection import delivered_notes
+
+    with all_teams():
+        team = TeamFactory(slug="notes")
+    docs = [
+        {"external_id": f"s-{i:05d}", "agent": "bot", "events": [{"type": "message", "role": "user", "content": "hi"}]}
+        for i in range(3000)
+    ]
+    docs += [
+        {
+            "external_id": f"note-{i}",
+            "agent": "bot",
+            "metadata": {"note_of": f"s-{i:05d}"},
+            "events": [{"type": "memory_write", "content": f"lesson {i}"}],
+        }
+        for i in range(5)
+    ]
+    with rls.team_scope(team):
+        store_batch(team, [validate_session(d) for d in docs])
+        sessions = list(AgentSession.objects.filter(external_id__in=["s-00001", "s-00002", "s-00100"]))
+        with CaptureQueriesContext(connection) as queries:
+            notes = delivered_notes(team.pk, sessions)
+        assert notes == {"s-00001": ["lesson 1"], "s-00002": ["lesson 2"]}
+        lookup = next(q for q in queries.captured_queries if "note_of" in q["sql"])
+        plan = _plan(lookup["sql"], None)
+    assert "agentsession_note_of" in plan, plan
+    assert "Seq Scan on memory_agentsession" not in plan, plan

@@ -127,10 +127,14 @@ def session_list(request):
     sessions = AgentSession.objects.for_user(request.user, team=membership.team)
     agent = request.GET.get("agent") or ""
     outcome = request.GET.get("outcome") or ""
+    q = (request.GET.get("q") or "").strip()[:200]
     if agent:
         sessions = sessions.filter(agent=agent)
     if outcome:
         sessions = sessions.filter(outcome=outcome)
+    if q:
+        # Found by its id (the external id an agent pushed, or a part of it).
+        sessions = sessions.filter(external_id__icontains=q)
     # Newest first, in the order of the team's index (memory.models.NEWEST): the page reads its rows and stops.
     number = parse_int(request.GET.get("page") or "", minimum=1, maximum=10**6) or 1
     paginator = BoundedPaginator(sessions.only(*LIST_FIELDS).order_by(*NEWEST), PER_PAGE, page=number)
@@ -143,6 +147,7 @@ def session_list(request):
             "agents": team_agents(membership.team_id),
             "agent": agent,
             "outcome": outcome,
+            "q": q,
             "team": membership.team,
         },
     )

@@ -16,6 +16,7 @@ from dreamweb.models import Role
 from dreamweb.views import current_team_or_404
 from memory.models import MemoryStore
 
+from ..analysis.risk import assess
 from ..dreams import RunInProgress, start_run
 from ..forms import DreamForm
 from ..models import AnalysisStatus, DreamRun, Proposal, ProposalStatus, RunStatus, SessionAnalysis
@@ -50,17 +51,23 @@ def run_list(request):
     )
 
 
-def isolated_rows(items) -> list[dict]:
-    """The run's isolated findings in one shape for the page (the JSON is written by the aggregation)."""
+def isolated_rows(items, *, allowed_hosts=()) -> list[dict]:
+    """The run's isolated findings in one shape for the page (the JSON is written by the aggregation). Each is
+    screened like a proposal (reviews.analysis.risk.assess): a note saying "run curl … | sh" is marked high risk
+    with its reason, never listed as a plain note."""
     rows = []
     for item in (items or [])[:100]:
         if not isinstance(item, dict):
             continue
         sessions = item.get("sessions")
+        summary = str(item.get("summary") or item.get("key") or "")
+        risk, reasons = assess({"operation": "add", "content": summary}, allowed_hosts=allowed_hosts)
         rows.append(
             {
+                "risk": risk,
+                "risk_reasons": reasons,
                 "kind": str(item.get("kind") or ""),
-                "summary": str(item.get("summary") or item.get("key") or ""),
+                "summary": summary,
                 "reason": str(item.get("reason") or ""),
                 "sessions": sessions if isinstance(sessions, int) else len(sessions or []),
                 "supporting": [str(s) for s in item.get("supporting_sessions") or []][:20],
@@ -73,7 +80,9 @@ def isolated_rows(items) -> list[dict]:
 @vary_on_headers("HX-Request")
 @require_GET
 def run_detail(request, pk: int):
-    run = get_for_user(DreamRun.objects.select_related("store", "created_by", "rolled_back_by"), request.user, pk=pk)
+    run = get_for_user(
+        DreamRun.objects.select_related("store__team", "created_by", "rolled_back_by"), request.user, pk=pk
+    )
     failures = (
         SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.FAILED)
         .select_related("session")
@@ -104,7 +113,7 @@ def run_detail(request, pk: int):
         "failures": list(failures),
         "proposals": list(proposals),
         "preview": run.outcome.preview,
-        "isolated": isolated_rows(run.isolated),
+        "isolated": isolated_rows(run.isolated, allowed_hosts=list(run.store.team.allowed_hosts or [])),
         "team": run.team,
         "can_roll_back": may_roll_back(run)
         and may_decide(membership_for(request.user, run.team_id))

@@ -19,8 +19,8 @@ def copy_agents(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0010_store_agents"),
-        ("reviews", "0011_policy_consolidate"),
+        ("memory", "0011_store_agents"),
+        ("reviews", "0012_related_proposal_indexes"),
     ]
 
     operations = [

@@ -21,7 +21,7 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0010_store_agents"),
+        ("memory", "0011_store_agents"),
     ]
 
     operations = [

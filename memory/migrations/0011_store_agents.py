@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0009_session_scale_indexes_and_retention"),
+        ("memory", "0010_session_note_of_index"),
     ]
 
     operations = [

@@ -21,8 +21,8 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviews", "0012_store_agents_move"),
-        ("memory", "0011_session_source"),
+        ("reviews", "0013_store_agents_move"),
+        ("memory", "0012_session_source"),
     ]
 
     operations = [
@@ -45,9 +45,4 @@ class Migration(migrations.Migration):
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop),
-        # A rejection is remembered across the team's stores (reviews.dreams.finalizing._screen).
-        migrations.AddIndex(
-            model_name="proposal",
-            index=models.Index(fields=["team", "signature"], name="proposal_team_signature"),
-        ),
     ]
