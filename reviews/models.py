@@ -424,8 +424,8 @@ class Proposal(models.Model):
             models.Index(fields=["team", "status", "created_at"], name="proposal_queue_age"),
             models.Index(fields=["team", "decided_at"], name="proposal_decided"),
             models.Index(fields=["store", "signature"], name="proposal_store_signature"),
-            # A card's related proposals (the same change in other stores, earlier decisions on it or on its key) and the
-            # rejections remembered across the team's stores (reviews.dreams.finalizing).
+            # A card's related proposals (the same change in other stores, earlier decisions on it or on its key)
+            # and the rejections remembered across the team's stores (reviews.dreams.finalizing).
             models.Index(fields=["team", "signature"], name="proposal_team_signature"),
             models.Index(fields=["team", "key_hint"], name="proposal_team_key_hint"),
         ]
