@@ -252,18 +252,20 @@ class AgentSession(models.Model):
         # Newest first within a team (NEWEST), with or without one agent: the session list and a cycle's selection
         # of unconsumed sessions read the first rows of one of these and stop, whatever the table's size; the
         # (team, agent) prefix also lists a team's agents by skipping through it (memory.sessions.team_agents).
-        # Retention reads the sessions whose events are still there, oldest first.
+        # Retention reads the sessions whose events are still there, oldest first. On PostgreSQL the two newest-first
+        # indexes are created by hand with NULLS LAST (memory 0009); the state says plain DESC because SQLite, which
+        # rebuilds the table (and its indexes from this state) whenever a column is added, cannot index NULLS LAST.
         indexes = [
             models.Index(
                 models.F("team"),
-                models.F("started_at").desc(nulls_last=True),
+                models.F("started_at").desc(),
                 models.F("id").desc(),
                 name="agentsession_team_newest",
             ),
             models.Index(
                 models.F("team"),
                 models.F("agent"),
-                models.F("started_at").desc(nulls_last=True),
+                models.F("started_at").desc(),
                 models.F("id").desc(),
                 name="agentsession_team_agent_newest",
             ),

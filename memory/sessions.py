@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 import orjson
 from django.conf import settings
@@ -289,6 +289,9 @@ def _copy_value(value) -> bytes:
     if isinstance(value, dict | list):
         data = json_text(value)  # JSON text never holds a raw tab, newline or carriage return, only escapes
         return data.replace(b"\\", b"\\\\") if b"\\" in data else data
+    if isinstance(value, datetime):
+        # In UTC: PostgreSQL reads offsets only up to ±15:59, Python's datetimes carry up to ±23:59.
+        value = value.astimezone(UTC) if value.tzinfo is not None else value
     data = (value.isoformat() if isinstance(value, datetime) else str(value)).encode()
     for char, escaped in _COPY_ESCAPES:
         if char in data:

@@ -59,7 +59,8 @@ def _rows(team) -> list[dict]:
     with rls.team_scope(team):
         rows = AgentSession.objects.filter(team=team).order_by("external_id").values()
         return [
-            {k: v for k, v in r.items() if k not in {"id", "team_id", "ingested_at", "ingested_by_id"}} for r in rows
+            {k: v for k, v in r.items() if k not in {"id", "team_id", "ingested_at", "ingested_by_id", "source"}}
+            for r in rows
         ]
 
 
@@ -89,6 +90,7 @@ def test_the_copy_path_stores_and_reports_exactly_what_the_plain_insert_does(mon
     assert awkward["ended_at"].isoformat() == "2026-11-01T08:05:00.123456+00:00"
     with rls.team_scope(copy_team):
         assert AgentSession.objects.get(external_id="new-plain").ingested_by_id == key.pk
+        assert AgentSession.objects.get(external_id="new-plain").source == ingest.source_of(key)
     # Importing the same batch again: nothing new, the same conflicts, nothing changed.
     again = _store(copy_team, _mixed_docs(), key=key)
     assert again.created == [] and again.conflicts == [3, 5]
@@ -195,3 +197,20 @@ def test_the_fast_parser_refuses_what_the_standard_path_refuses_with_the_same_an
         problem = input_guard.find_problem(value, hints)
         got = problem and (problem.code, problem.path)
     assert got == expected
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_timestamps_with_any_offset_python_allows_are_stored_as_their_instant():
+    """PostgreSQL reads UTC offsets up to ±15:59 only; a session may carry any offset a datetime holds (±23:59)."""
+    with all_teams():
+        team = TeamFactory(slug="far-offsets")
+    docs = [
+        {**session_doc("east"), "started_at": "2026-11-01T08:00:00+23:48", "ended_at": "4733-07-17T06:10:06+23:48"},
+        {**session_doc("west"), "started_at": "2026-11-01T08:00:00-23:30", "ended_at": None},
+    ]
+    assert sorted(_store(team, docs).created) == ["east", "west"]
+    with rls.team_scope(team):
+        east = AgentSession.objects.get(external_id="east")
+        assert east.started_at.isoformat() == "2026-10-31T08:12:00+00:00"
+        assert AgentSession.objects.get(external_id="west").started_at.isoformat() == "2026-11-02T07:30:00+00:00"

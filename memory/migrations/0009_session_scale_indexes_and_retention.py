@@ -3,8 +3,8 @@ selection, a partial index of the sessions whose events retention has kept, and 
 
 The newest-first indexes order ``started_at DESC NULLS LAST`` on PostgreSQL, the order the queries ask for
 (memory.models.NEWEST). SQLite cannot say NULLS LAST in an index (it sorts NULL first ascending, so last when
-descending, which is the same order): there the index is written without the clause. The migration state is the
-model's either way."""
+descending, which is the same order): there the index is written without the clause. The state says plain DESC
+(as the model does): SQLite rebuilds a table's indexes from the state when a later migration adds a column."""
 
 from django.db import migrations, models
 
@@ -44,7 +44,7 @@ class Migration(migrations.Migration):
                     model_name="agentsession",
                     index=models.Index(
                         models.F("team"),
-                        models.OrderBy(models.F("started_at"), descending=True, nulls_last=True),
+                        models.OrderBy(models.F("started_at"), descending=True),
                         models.OrderBy(models.F("id"), descending=True),
                         name="agentsession_team_newest",
                     ),
@@ -54,7 +54,7 @@ class Migration(migrations.Migration):
                     index=models.Index(
                         models.F("team"),
                         models.F("agent"),
-                        models.OrderBy(models.F("started_at"), descending=True, nulls_last=True),
+                        models.OrderBy(models.F("started_at"), descending=True),
                         models.OrderBy(models.F("id"), descending=True),
                         name="agentsession_team_agent_newest",
                     ),
