@@ -11,7 +11,7 @@ import pytest
 from tests.effectiveness_history import build
 from tests.page_support import _fast_password_hashing  # noqa: F401 - fixture
 from tests.personas import world  # noqa: F401 - fixture
-from tests.test_browser import ARGS, CHROMIUM, shoot, sign_in
+from tests.test_browser import CHROMIUM, browser, page, shoot, sign_in  # noqa: F401 - fixtures
 
 pytestmark = [
     pytest.mark.all_teams,
@@ -21,24 +21,6 @@ pytestmark = [
 ]
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    yield page
-    context.close()
 
 
 def bar(page, selector: str) -> dict:

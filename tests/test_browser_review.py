@@ -19,7 +19,7 @@ from tests.conftest import chromium_path
 from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import _fast_password_hashing  # noqa: F401 - fixture
 from tests.scoping import no_scope
-from tests.test_browser import ARGS, shoot, sign_in
+from tests.test_browser import browser, page, shoot, sign_in  # noqa: F401 - fixtures
 
 CHROMIUM = chromium_path() or "/usr/bin/chromium"
 SCREEN = {"width": 1360, "height": 900}
@@ -32,24 +32,6 @@ pytestmark = [
 ]
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport=SCREEN, device_scale_factor=1)
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    yield page
-    context.close()
 
 
 @pytest.fixture
