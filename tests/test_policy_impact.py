@@ -6,6 +6,7 @@ isolation, roles and a fixed number of queries."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -16,7 +17,7 @@ from django.utils import timezone
 
 from memory.models import MemoryEntry, MemoryVersion
 from reviews import policy_impact, services
-from reviews.models import AutonomyPolicy, PolicyMode, Proposal, ProposalStatus
+from reviews.models import AutonomyPolicy, PolicyChange, PolicyMode, Proposal, ProposalStatus
 from tests.factories import make_entry, make_proposal
 from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
 
@@ -82,6 +83,22 @@ def test_preview_before_saving_saves_nothing(client, world):
     assert not AutonomyPolicy.objects.exists()
     bad = client.get(url, {**FORM, "min_share": 7, "preview": "1"}).content.decode()
     assert "Fix the values above" in bad and "A share between 0 and 1." in bad
+
+
+def test_the_no_js_preview_posts_the_form_and_saves_nothing(client, world):
+    """Without htmx the "Preview impact" button submits the form, which carries the CSRF token: a GET would put that
+    token in the URL. It posts, shows the preview and saves nothing."""
+    _mix(world.store_a, world=world)
+    client.force_login(world.adam)
+    url = reverse("reviews:policy", args=[world.store_a.pk])
+    page = client.get(url).content.decode()
+    button = re.search(r'<button[^>]*name="preview"[^>]*>', page).group(0)
+    assert "formmethod" not in button
+    response = client.post(url, {**FORM, "mode": "auto_low_risk", "preview": "1"})
+    html = response.content.decode()
+    assert response.status_code == 200 and "Preview: what this policy would do" in html
+    assert 'data-testid="pending-allowed">2</strong> of 6' in html
+    assert not AutonomyPolicy.objects.exists() and not PolicyChange.objects.exists()
 
 
 def test_switching_to_auto_low_risk_says_what_happens_and_offers_to_apply(client, world):

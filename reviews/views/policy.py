@@ -38,9 +38,11 @@ def _store(request, store_pk: int, *, admin: bool):
 def policy(request, store_pk: int):
     store, is_admin = _store(request, store_pk, admin=request.method == "POST")
     current = AutonomyPolicy.objects.filter(store=store).first() or AutonomyPolicy(store=store, team=store.team)
-    previewing = request.method == "GET" and "preview" in request.GET
+    # The htmx preview is a GET without the CSRF token; the no-JS "Preview impact" button posts the form (a GET would
+    # put the form's CSRF token in the URL, hence in logs and history) and saves nothing.
+    previewing = "preview" in (request.POST if request.method == "POST" else request.GET)
     draft = current
-    if request.method == "POST":
+    if request.method == "POST" and not previewing:
         form = PolicyForm(request.POST, instance=AutonomyPolicy(store=store, team=store.team))
         if form.is_valid():
             values = {name: form.cleaned_data[name] for name in (*services.POLICY_FIELDS, *services.STORE_FIELDS)}
@@ -61,7 +63,10 @@ def policy(request, store_pk: int):
             return redirect("reviews:policy", store_pk=store.pk)
         draft = None
     elif previewing:
-        form = PolicyForm(request.GET, instance=AutonomyPolicy(store=store, team=store.team))
+        form = PolicyForm(
+            request.POST if request.method == "POST" else request.GET,
+            instance=AutonomyPolicy(store=store, team=store.team),
+        )
         draft = policy_impact.draft_policy(store, form.cleaned_data) if form.is_valid() else None
     else:
         form = PolicyForm(instance=current, initial={"agents": list(store.agents or [])})
