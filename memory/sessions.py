@@ -4,7 +4,7 @@ idempotent bulk ingest on (team, external_id)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -507,18 +507,6 @@ def team_agents(team_id: int) -> list[str]:
             [team_id, team_id],
         )
         return [row[0] for row in cursor.fetchall()]
-
-
-def iter_jsonl(lines: Iterable[bytes | str]) -> Iterator[tuple[int, object, int, str | None]]:
-    """Yield (line number, parsed document or None, size in bytes, error) for each non-blank line."""
-    for number, raw in enumerate(lines, start=1):
-        data = raw if isinstance(raw, bytes) else raw.encode()
-        if not data.strip():
-            continue
-        try:
-            yield number, json.loads(data), len(data.rstrip(b"\r\n")), None
-        except (ValueError, UnicodeDecodeError) as exc:
-            yield number, None, len(data), f"not valid JSON: {exc}"
 
 
 def agent_sources(team_id: int, agents: Sequence[str] = ()) -> dict[str, set[str]]:

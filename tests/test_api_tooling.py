@@ -79,3 +79,15 @@ def test_schema_and_docs_are_served_without_a_cdn(client):
     html = page.content.decode()
     assert "swagger-ui" in html and "drf_spectacular_sidecar" in html
     assert "cdn." not in html and "unpkg.com" not in html and "jsdelivr" not in html
+
+
+def test_the_schema_tells_clients_how_to_authenticate(client):
+    """Generated clients read the security scheme: the header, its name, and the `Api-Key <key>` form of the contract
+    (contracts: "Agents authenticate with `Authorization: Api-Key <key>`")."""
+    schema = client.get("/api/schema/", {"format": "json"})
+    assert schema.status_code == 200 and schema["Content-Type"].startswith("application/vnd.oai.openapi+json")
+    doc = schema.json()
+    scheme = doc["components"]["securitySchemes"]["ApiKey"]
+    assert {k: scheme[k] for k in ("type", "in", "name")} == {"type": "apiKey", "in": "header", "name": "Authorization"}
+    assert scheme["description"].startswith("`Api-Key <key>`")
+    assert {"ApiKey": []} in doc["paths"]["/api/v1/context/"]["get"]["security"]
