@@ -513,14 +513,16 @@ def new_entry_key(hint: str, content: str | None = "") -> str:
 
 
 _VERSIONED_KEY = re.compile(r"^(.*)-v(\d+)$")
+KEY_CHARS = 200  # as MemoryEntry.key
 
 
 def replacement_key(key: str) -> str:
     """The key of the entry that supersedes ``key``: ``deploy`` -> ``deploy-v2`` -> ``deploy-v3``. Pure, so that a
     review card shows exactly what approval writes."""
-    if m := _VERSIONED_KEY.match(key):
-        return f"{m.group(1)}-v{int(m.group(2)) + 1}"[:200]
-    return f"{key[:196]}-v2"
+    base, number = (m.group(1), int(m.group(2)) + 1) if (m := _VERSIONED_KEY.match(key)) else (key, 2)
+    suffix = f"-v{number}"
+    # The base is cut, never the suffix: cutting "...-v10" to 200 characters would give "...-v1".
+    return base[: KEY_CHARS - len(suffix)] + suffix
 
 
 def supersede_entry(

@@ -7,6 +7,7 @@ from django.db import connection, connections
 
 from dreamweb import rls
 from dreamweb.provenance import content_hash
+from memory import services
 from memory.models import MemoryEntry, MemoryVersion, Operation
 from memory.services import (
     Author,
@@ -212,3 +213,123 @@ def test_two_writers_racing_on_one_hash_exactly_one_wins():
     assert (fresh.content, fresh.version) == (f"written by {winner}", 2)
     assert [(n, c) for n, _, c, _ in versions(entry)] == [(1, "base"), (2, f"written by {winner}")]
     assert connection.vendor == "postgresql"
+
+
+# ---- replacement keys, supersession, pins, restores and reverts: the base check and what each keeps -------------
+
+
+@pytest.mark.parametrize(
+    ("key", "replacement"),
+    [
+        ("deploy", "deploy-v2"),
+        ("deploy-v2", "deploy-v3"),
+        ("deploy-v9", "deploy-v10"),
+        ("a-v1-v3", "a-v1-v4"),
+        ("deploy-vx", "deploy-vx-v2"),
+        ("k" * 200, "k" * 197 + "-v2"),
+        ("k" * 197 + "-v9", "k" * 196 + "-v10"),  # the base is cut, never the number
+        ("k" * 196 + "-v99", "k" * 195 + "-v100"),
+    ],
+)
+def test_replacement_key_counts_up_and_fits_the_key_column(key, replacement):
+    assert services.replacement_key(key) == replacement
+    assert len(replacement) <= services.KEY_CHARS
+
+
+def test_supersede_keeps_scope_tags_pin_and_reason_unless_told(store):
+    entry = create_entry(
+        store,
+        key="deploy",
+        content="Deploy with make deploy.",
+        author=Author.system(),
+        scope_agent="ci-bot",
+        scope_task="release",
+        tags=["ops"],
+        pinned=True,
+    )
+    why = Provenance(reason="make deploy was removed")
+    new, old = services.supersede_entry(
+        entry, base_version=1, content="Deploy with make release.", author=Author.system(), provenance=why
+    )
+    assert (new.key, new.scope_agent, new.scope_task, new.tags, new.pinned) == (
+        "deploy-v2",
+        "ci-bot",
+        "release",
+        ["ops"],
+        True,
+    )
+    assert (old.status, old.superseded_by_id) == ("superseded", new.pk)
+    assert [v.reason for v in (new.versions.get(), old.versions.order_by("-number").first())] == [why.reason] * 2
+    other = create_entry(
+        store, key="lint", content="Run ruff.", author=Author.system(), scope_agent="ci-bot", scope_task="x"
+    )
+    moved, _ = services.supersede_entry(
+        other,
+        base_version=1,
+        content="Run make lint.",
+        author=Author.system(),
+        key="lint-command",
+        scope_agent=None,
+        scope_task="lint",
+    )
+    assert (moved.key, moved.scope_agent, moved.scope_task) == ("lint-command", None, "lint")
+
+
+def test_supersede_refuses_an_archived_entry_and_a_stale_base(store):
+    entry = make_entry(store, key="deploy", content="Deploy with make deploy.")
+    with pytest.raises(StaleWrite):
+        services.supersede_entry(entry, content="new", author=Author.system(), base_version=5)
+    with pytest.raises(StaleWrite):
+        services.supersede_entry(entry, content="new", author=Author.system(), base_hash=content_hash("other"))
+    MemoryEntry.objects.filter(pk=entry.pk).update(status="archived")
+    with pytest.raises(services.ArchivedEntry, match="entry 'deploy' is archived: restore it before changing it"):
+        services.supersede_entry(entry, base_version=1, content="new", author=Author.system())
+    assert list(MemoryEntry.objects.filter(store=store).values_list("key", flat=True)) == ["deploy"]
+
+
+@pytest.mark.parametrize("write", ["pin", "restore"])
+def test_pin_and_restore_refuse_a_stale_hash(store, write):
+    entry = make_entry(store, key="deploy", content="Deploy with make release.")
+    if write == "restore":
+        MemoryEntry.objects.filter(pk=entry.pk).update(status="archived")
+
+    def do(base_hash):
+        if write == "pin":
+            return services.set_pinned(entry, pinned=True, base_hash=base_hash, author=Author.system())
+        return services.restore_entry(entry, base_hash=base_hash, author=Author.system())
+
+    with pytest.raises(StaleWrite):
+        do(content_hash("what someone else wrote"))
+    assert MemoryEntry.objects.get(pk=entry.pk).version == 1
+    done = do(entry.content_hash)
+    assert done.version == 2 and (done.pinned if write == "pin" else done.status == "active")
+
+
+def test_revert_says_why_by_default_or_in_the_callers_words(store):
+    entry = make_entry(store, key="deploy", content="one")
+    entry = update_entry(entry, base_version=1, content="two", author=Author.system())
+    entry = revert_entry(entry, to_number=1, base_version=2, author=Author.system())
+    assert (entry.content, entry.versions.order_by("-number").first().reason) == ("one", "revert to version 1")
+    entry = revert_entry(entry, to_number=2, base_version=3, author=Author.system(), reason="two was right")
+    assert (entry.content, entry.versions.order_by("-number").first().reason) == ("two", "two was right")
+
+
+def test_agent_names_at_the_limit_and_over(store):
+    at_limit = "a" * services.AGENT_NAME_CHARS
+    assert services.clean_agents([f" {at_limit} ", "b", "b", ""]) == [at_limit, "b"]
+    with pytest.raises(InvalidChange, match=f"an agent name is at most {services.AGENT_NAME_CHARS} characters"):
+        services.clean_agents([at_limit + "a"])
+
+
+def test_a_rollback_step_is_stored_with_every_field():
+    step = services.RollbackStep(entry_id=3, key="deploy", first=2, last=4, current=5, changed_by="alice", written=6)
+    assert step.as_dict() == {
+        "entry_id": 3,
+        "key": "deploy",
+        "first": 2,
+        "last": 4,
+        "current": 5,
+        "changed_by": "alice",
+        "written": 6,
+    }
+    assert (step.conflict, step.restore_to) == (True, 1)
