@@ -8,13 +8,14 @@ import threading
 
 import pytest
 from django.db import connection, connections
+from django.utils import timezone
 
 from dreamweb.provenance import Author
 from memory.models import MemoryEntry, MemoryVersion
 from memory.services import update_entry
 from reviews import services
-from reviews.models import AutonomyPolicy, PolicyChange, ProposalStatus
-from tests.factories import SessionFactory, make_entry, make_proposal
+from reviews.models import AutonomyPolicy, PolicyChange, Proposal, ProposalStatus
+from tests.factories import SessionFactory, StoreFactory, make_entry, make_proposal
 from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
@@ -190,3 +191,86 @@ def test_two_reviewers_approving_at_once_apply_it_once():
     entry.refresh_from_db()
     assert (entry.content, entry.version) == ("new", 2)
     assert MemoryVersion.objects.filter(proposal_id=proposal.pk).count() == 1
+
+
+# ---- rebase, bulk confirmation, the same change in other stores (the service rules under the pages) ---------------
+
+
+def test_rebase_prepares_the_proposal_against_the_current_text_and_clears_the_decision(world):
+    entry = make_entry(world.store_a, key="deploy", content="Deploy with make.")
+    proposal = make_proposal(world.store_a, operation="update", targets=["deploy"], content="Deploy with make release.")
+    update_entry(
+        entry, base_version=1, content="Deploy with make ship.", author=Author.person(world.adam)
+    )  # the target moved on
+    entry.refresh_from_db()
+    Proposal.objects.filter(pk=proposal.pk).update(
+        status=ProposalStatus.CONFLICT, decided_by=world.alice, decided_at=timezone.now(), applied_versions=[7]
+    )
+    rebased = services.rebase(proposal, user=world.alice)
+    assert rebased.status == ProposalStatus.PENDING
+    assert rebased.target_hashes == {"deploy": entry.content_hash} and rebased.target_versions == {"deploy": 2}
+    assert (rebased.decided_by, rebased.decided_at, rebased.applied_versions) == (None, None, [])
+    assert rebased.decision_reason == "rebased onto the current text by alice"
+    assert services.rebase(rebased, user=None).decision_reason == "rebased"  # a pending one may be rebased too
+
+
+@pytest.mark.parametrize("status", [ProposalStatus.APPLIED, ProposalStatus.REJECTED])
+def test_rebase_refuses_a_decided_proposal(world, status):
+    make_entry(world.store_a, key="deploy", content="Deploy with make.")
+    proposal = make_proposal(world.store_a, operation="update", targets=["deploy"], content="Deploy with make release.")
+    Proposal.objects.filter(pk=proposal.pk).update(status=status)
+    with pytest.raises(services.NotPending, match=f"proposal {proposal.pk} is {status}, not pending") as refused:
+        services.rebase(proposal, user=world.alice)
+    assert refused.value.status == status
+
+
+def test_rebase_of_a_deleted_proposal_says_it_is_gone(world):
+    proposal = make_proposal(world.store_a)
+    Proposal.objects.filter(pk=proposal.pk).delete()
+    with pytest.raises(services.NotPending, match=f"proposal {proposal.pk} is gone") as refused:
+        services.rebase(proposal, user=world.alice)
+    assert refused.value.status == "gone"
+
+
+def test_rebase_refuses_missing_or_archived_targets_and_additions(world):
+    make_entry(world.store_a, key="kept", content="Kept.")
+    archived = make_entry(world.store_a, key="old", content="Old.")
+    merge = make_proposal(world.store_a, operation="merge", targets=["kept", "old", "gone"], content="Both.")
+    MemoryEntry.objects.filter(pk=archived.pk).update(status="archived")
+    with pytest.raises(services.DecisionError, match=r"^Nothing to rebase onto: old, gone no longer exists"):
+        services.rebase(merge, user=world.alice)
+    addition = make_proposal(world.store_a, operation="add")
+    with pytest.raises(services.DecisionError, match=r"^An addition has no target text to rebase onto"):
+        services.rebase(addition, user=world.alice)
+    assert Proposal.objects.get(pk=merge.pk).status == ProposalStatus.PENDING  # nothing changed
+
+
+def test_bulk_summary_counts_by_risk_high_first_and_by_store(world):
+    other = StoreFactory(team=world.team_a, slug="ops", name="Operations")
+    proposals = [
+        make_proposal(world.store_a, risk="low", content="one"),
+        make_proposal(world.store_a, risk="high", content="two"),
+        make_proposal(other, risk="low", content="three"),
+        make_proposal(other, risk="low", content="four"),
+    ]
+    summary = services.bulk_summary(list(Proposal.objects.filter(pk__in=[p.pk for p in proposals])))
+    assert summary == {
+        "total": 4,
+        "by_risk": [("High", 1), ("Low", 3)],  # high first; a risk with none left out
+        "by_store": sorted([(world.store_a.display_name, 2), ("Operations", 2)]),
+    }
+    assert services.bulk_summary([]) == {"total": 0, "by_risk": [], "by_store": []}
+
+
+def test_the_same_change_elsewhere_is_the_teams_other_waiting_copies(world):
+    signature = "same-change"
+    here = make_proposal(world.store_a, signature=signature)
+    ops = StoreFactory(team=world.team_a, slug="ops")
+    docs = StoreFactory(team=world.team_a, slug="docs")
+    in_ops, in_docs = make_proposal(ops, signature=signature), make_proposal(docs, signature=signature)
+    decided = make_proposal(StoreFactory(team=world.team_a, slug="web"), signature=signature)
+    Proposal.objects.filter(pk=decided.pk).update(status=ProposalStatus.REJECTED)
+    make_proposal(world.store_b, signature=signature)  # another team's store: never one decision with it
+    make_proposal(ops, signature="another-change")
+    assert list(services.same_elsewhere(here)) == [in_docs, in_ops]  # by store slug
+    assert {p.pk for p in services.same_elsewhere(in_ops)} == {here.pk, in_docs.pk}
