@@ -88,10 +88,11 @@ class AnalysisResult:
         return asdict(self)
 
 
-@dataclass
+@dataclass(slots=True)
 class SessionFindings:
     """One analysed session as the aggregation sees it. Pass every analysed session, also those without findings:
-    the aggregation uses them as the baseline for agent/task scoping."""
+    the aggregation uses them as the baseline for agent/task scoping. Slots: a run holds one per session it read
+    (100,000 in a big cycle), most of them without findings, so the per-object dictionary was most of its size."""
 
     session_id: int | str
     external_id: str

@@ -68,6 +68,10 @@ WAITING = (ProposalStatus.PENDING, ProposalStatus.APPLYING, ProposalStatus.QUARA
 
 
 def _session_findings(run: DreamRun) -> list:
+    """The run's analysed sessions as the aggregation reads them, one SessionFindings each. Its size is what finalize
+    holds per session of the run, so the rows are streamed (not cached by the queryset beside the objects), a
+    session without findings shares one empty tuple, and the agent, task and source names, repeated across
+    sessions, are one string each."""
     rows = (
         SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE)
         .order_by("id")
@@ -75,10 +79,38 @@ def _session_findings(run: DreamRun) -> list:
             "session_id", "session__external_id", "session__agent", "session__task", "findings", "session__source"
         )
     )
-    return [
-        SessionFindings(sid, eid, agent, task, evidence_findings(findings), source=source or "")
-        for sid, eid, agent, task, findings, source in rows
-    ]
+    names: dict[str, str] = {}
+    out = []
+    for sid, eid, agent, task, findings, source in rows.iterator(chunk_size=2000):
+        found = [_shared_keys(f, names) for f in evidence_findings(findings)] if findings else ()
+        out.append(
+            SessionFindings(
+                sid,
+                eid,
+                names.setdefault(agent, agent),
+                task if task is None else names.setdefault(task, task),
+                found or (),
+                source=names.setdefault(source or "", source or ""),
+            )
+        )
+    return out
+
+
+# Strings up to this length are shared between findings (names, kinds, trust levels, tools, short commands).
+SHARED_STRING_CHARS = 40
+
+
+def _shared_keys(value, names: dict[str, str]):
+    """The value with every dictionary key and short string replaced by one shared string per text. Each row's JSON
+    is decoded on its own, so without this every finding carries its own copies of the same dozen key names and of
+    its kind, trust levels and tool."""
+    if isinstance(value, dict):
+        return {names.setdefault(k, k): _shared_keys(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shared_keys(v, names) for v in value]
+    if isinstance(value, str) and len(value) <= SHARED_STRING_CHARS:
+        return names.setdefault(value, value)
+    return value
 
 
 @dataclass
@@ -212,21 +244,24 @@ def _persist(run: DreamRun, drafts: list) -> list[int]:
     # (one pending per signature) keeps one, and the ids are read back by signature.
     Proposal.objects.bulk_create(objs, batch_size=500, ignore_conflicts=True)
     ids = dict(Proposal.objects.filter(run=run).values_list("signature", "id"))
-    rows = [
-        ProposalEvidence(
-            team_id=run.team_id,
-            proposal_id=ids[d.signature],
-            session_id=e["session_id"],
-            event_index=int(e.get("event_index") or 0),
-            excerpt=e.get("excerpt") or "",
-            trust=e.get("trust") or "agent",
-        )
-        for d in drafts
-        if d.signature in ids
-        for e in d.evidence
-    ]
-    _with_context(rows)
-    ProposalEvidence.objects.bulk_create(rows, batch_size=1000)
+    # One proposal's evidence rows at a time: a pattern seen in most sessions has a row per session, so all the
+    # run's rows as model instances at once grew with the run (about 60,000 at 100,000 sessions).
+    for d in drafts:
+        if d.signature not in ids:
+            continue
+        rows = [
+            ProposalEvidence(
+                team_id=run.team_id,
+                proposal_id=ids[d.signature],
+                session_id=e["session_id"],
+                event_index=int(e.get("event_index") or 0),
+                excerpt=e.get("excerpt") or "",
+                trust=e.get("trust") or "agent",
+            )
+            for e in d.evidence
+        ]
+        _with_context(rows)
+        ProposalEvidence.objects.bulk_create(rows, batch_size=1000)
     return sorted(ids.values())
 
 

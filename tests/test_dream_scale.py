@@ -1,0 +1,185 @@
+"""The dream cycle's work that could grow with the run: a batch finds its pending analyses by the unique (run,
+session) index, not by reading every pending analysis of the run; dispatch and finalize hold a chunk of rows as model
+instances at a time, not the whole run's; the findings finalize keeps per session share their repeated strings."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from dreamweb import rls
+from memory.models import AgentSession
+from memory.sessions import store_batch, validate_session
+from reviews.analysis.findings import ProposalDraft
+from reviews.dreams import finalizing, steps
+from reviews.models import AnalysisStatus, DreamRun, ProposalEvidence, RunStatus, SessionAnalysis
+from tests.conftest import is_postgres
+from tests.factories import StoreFactory, TeamFactory
+from tests.scoping import all_teams
+
+pytestmark = pytest.mark.django_db
+
+
+def _team_with_sessions(slug: str, count: int):
+    """A team, its store and ``count`` small sessions (their ids, oldest first)."""
+    with all_teams():
+        team = TeamFactory(slug=slug)
+        store = StoreFactory(team=team, slug="eng")
+    docs = [
+        {"external_id": f"s-{i:05d}", "agent": "bot", "events": [{"type": "message", "role": "user", "content": "hi"}]}
+        for i in range(count)
+    ]
+    with rls.team_scope(team):
+        store_batch(team, [validate_session(d) for d in docs])
+        ids = list(AgentSession.objects.filter(team=team).order_by("pk").values_list("pk", flat=True))
+    return team, store, ids
+
+
+def _running(team, store, session_ids, status=AnalysisStatus.PENDING) -> DreamRun:
+    with rls.team_scope(team):
+        run = DreamRun.objects.create(team=team, store=store, status=RunStatus.RUNNING, options={"batch_size": 25})
+        SessionAnalysis.objects.bulk_create(
+            SessionAnalysis(team=team, run=run, session_id=i, status=status) for i in session_ids
+        )
+    return run
+
+
+@pytest.mark.skipif(not is_postgres(), reason="EXPLAIN of PostgreSQL's planner")
+def test_a_batch_reads_its_own_analyses_by_run_and_session_not_every_pending_one_of_the_run():
+    """A run's analyses are written pending after the planner's statistics were taken (as every new run's are): the
+    batch's lookup must still probe (run, session) for its 25 sessions, not read the run's pending analyses."""
+    team, store, ids = _team_with_sessions("batches", 3000)
+    run = _running(team, store, ids, status=AnalysisStatus.DONE)
+    with all_teams(), connection.cursor() as cursor:  # statistics taken while nothing was pending, as the owner
+        cursor.execute("ANALYZE reviews_sessionanalysis")
+    with rls.team_scope(team):
+        SessionAnalysis.objects.filter(run=run).update(status=AnalysisStatus.PENDING, findings=[])
+    batch = ids[1000:1025]
+    with CaptureQueriesContext(connection) as queries:
+        steps.analyze_batch(run.pk, batch)
+    lookup = next(
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith("SELECT") and "reviews_sessionanalysis" in q["sql"] and str(batch[0]) in q["sql"]
+    )
+    with rls.team_scope(team), connection.cursor() as cursor:  # the plan as the application role, in the scope
+        cursor.execute("EXPLAIN " + lookup)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    # Probed per session (the (run, session) index or the session index: a session has a row per run that read it),
+    # never through an index of the run alone, whose rows grow with the run.
+    probe = next(line for line in plan.splitlines() if "Index Cond" in line)
+    assert "session_id = ANY" in probe, plan
+    assert "sessionanalysis_run_pending" not in plan, plan
+    assert "reviews_sessionanalysis_run_id_" not in plan, plan
+    assert "Seq Scan" not in plan, plan
+    with rls.team_scope(team):
+        done = SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE).values_list("session_id", flat=True)
+        assert sorted(done) == batch
+
+
+def test_a_batch_analyses_only_its_pending_sessions():
+    team, store, ids = _team_with_sessions("pending-only", 6)
+    run = _running(team, store, ids)
+    with rls.team_scope(team):
+        SessionAnalysis.objects.filter(run=run, session_id=ids[0]).update(status=AnalysisStatus.FAILED, error="x")
+    steps.analyze_batch(run.pk, ids[:3])
+    with rls.team_scope(team):
+        status = dict(SessionAnalysis.objects.filter(run=run).values_list("session_id", "status"))
+        run.refresh_from_db()
+    assert [status[i] for i in ids] == [AnalysisStatus.FAILED] + [AnalysisStatus.DONE] * 2 + [
+        AnalysisStatus.PENDING
+    ] * 3
+    assert run.sessions_analysed == 2
+
+
+def test_dispatch_writes_the_analysis_rows_a_chunk_at_a_time(monkeypatch):
+    team, store, ids = _team_with_sessions("dispatch", 23)
+    with rls.team_scope(team):
+        run = DreamRun.objects.create(team=team, store=store, dry_run=True, all_sessions=True, options={})
+    monkeypatch.setattr(steps, "ANALYSIS_ROWS_CHUNK", 10)
+    sizes = []
+    real = SessionAnalysis.objects.bulk_create
+
+    def bulk_create(objs, *args, **kwargs):
+        objs = list(objs)
+        sizes.append(len(objs))
+        return real(objs, *args, **kwargs)
+
+    with mock.patch.object(SessionAnalysis.objects, "bulk_create", bulk_create):
+        batches = steps.dispatch(run.pk)
+    assert sizes == [10, 10, 3]
+    assert sorted(i for batch in batches for i in batch) == ids
+    with rls.team_scope(team):
+        assert SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.PENDING).count() == 23
+
+
+def test_finalize_stores_one_proposals_evidence_at_a_time():
+    team, store, ids = _team_with_sessions("evidence", 6)
+    run = _running(team, store, ids, status=AnalysisStatus.DONE)
+    drafts = [
+        ProposalDraft(
+            target_kind="memory",
+            operation="add",
+            targets=[],
+            target_hashes={},
+            content=f"Run `make check-{n}` before a release.",
+            scope_agent=None,
+            scope_task=None,
+            kind="note",
+            rationale="seen often",
+            prevalence_sessions=3,
+            prevalence_of=6,
+            confidence=0.7,
+            risk="low",
+            risk_reasons=[],
+            signature=f"sig-{n}",
+            evidence=[
+                {"session_id": i, "external_id": f"s-{i}", "event_index": 0, "excerpt": "hi", "trust": "user"}
+                for i in ids[n * 3 : n * 3 + 3]
+            ],
+        )
+        for n in range(2)
+    ]
+    calls = []
+    real = ProposalEvidence.objects.bulk_create
+
+    def bulk_create(objs, *args, **kwargs):
+        calls.append({row.proposal_id for row in objs})
+        return real(objs, *args, **kwargs)
+
+    with rls.team_scope(team), mock.patch.object(ProposalEvidence.objects, "bulk_create", bulk_create):
+        proposal_ids = finalizing._persist(run, drafts)
+    assert len(proposal_ids) == 2
+    assert calls == [{proposal_ids[0]}, {proposal_ids[1]}]
+    with rls.team_scope(team):
+        stored = ProposalEvidence.objects.filter(proposal_id__in=proposal_ids).values_list("proposal_id", "session_id")
+        assert sorted(stored) == sorted(
+            [(proposal_ids[0], i) for i in ids[:3]] + [(proposal_ids[1], i) for i in ids[3:6]]
+        )
+
+
+def test_the_findings_finalize_keeps_share_their_names_and_sessions_without_findings_hold_nothing():
+    team, store, ids = _team_with_sessions("findings", 3)
+    run = _running(team, store, ids, status=AnalysisStatus.DONE)
+    finding = {
+        "kind": "corrected_command",
+        "key": "cmd:make deploy=>make release",
+        "summary": "Use `make release` instead of `make deploy`: the deploy target is gone since the move to release.",
+        "trust": "tool",
+        "evidence": [{"event_index": 3, "excerpt": "make deploy", "trust": "agent"}],
+    }
+    with rls.team_scope(team):
+        for sid in ids[:2]:
+            SessionAnalysis.objects.filter(run=run, session_id=sid).update(findings=[finding])
+        sessions = finalizing._session_findings(run)
+    first, second, empty = sessions
+    assert first.findings == second.findings == [finding]  # the same content, read back
+    for a, b in zip(first.findings[0], second.findings[0], strict=True):
+        assert a is b  # one string per key name, not one per decoded row
+    assert first.findings[0]["kind"] is second.findings[0]["kind"]
+    assert first.agent is second.agent is empty.agent
+    assert empty.findings == ()
+    assert not hasattr(empty, "__dict__")  # slots: no dictionary per session
