@@ -155,12 +155,13 @@ def fill(db: ScratchDatabase, template: bytes, upto: int, team_id: int, chunk: i
             n = min(chunk, upto - have)
             conn.execute(
                 """INSERT INTO memory_agentsession (team_id, external_id, agent, task, model, outcome, started_at,
-                       ended_at, metadata, events, event_count, size_bytes, source_format, ingested_at)
+                       ended_at, metadata, events, event_count, size_bytes, source_format, ingested_at, source)
                    SELECT %(team)s, 'fill-' || g, t.agent, t.task, t.model, t.outcome,
                           timestamptz '2026-01-01' - g * interval '20 seconds',
                           timestamptz '2026-01-01' - g * interval '20 seconds' + interval '9 minutes',
                           t.metadata, t.events, t.event_count, t.size_bytes, 'dreamweb-session-v1',
-                          timestamptz '2026-01-01' - g * interval '20 seconds' + interval '10 minutes'
+                          timestamptz '2026-01-01' - g * interval '20 seconds' + interval '10 minutes',
+                          'import:bench-fill'
                    FROM generate_series(%(a)s::bigint, %(b)s::bigint) g
                    JOIN bench_template t ON t.n = g %% %(k)s::int""",
                 {"team": team_id, "a": first, "b": first + n - 1, "k": len(docs)},
