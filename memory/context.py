@@ -202,9 +202,17 @@ _SERVE_COLUMNS = (
     "tokens",
     "created_at",
 )
-_INSERT_SERVE = """INSERT INTO "memory_contextserve" ("team_id", "store_id", "agent_key_id", "agent", "task",
-    "session_external_id", "query", "entries", "skills", "tokens", "created_at")
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s) RETURNING "id"
+# Both statements also turn synchronous_commit off for the rest of the transaction (set_config(..., true) lasts
+# until its end, so nothing is carried on a kept connection or through PgBouncer in transaction mode): the commit
+# then returns without waiting for the WAL flush. A crash of the database server may lose the last few hundred
+# milliseconds of committed serves (their audit rows and last_served_at marks); it never corrupts or half-writes one
+# (docs/api.md, "The audit of served context").
+_INSERT_SERVE = """WITH serve AS (
+    INSERT INTO "memory_contextserve" ("team_id", "store_id", "agent_key_id", "agent", "task",
+        "session_external_id", "query", "entries", "skills", "tokens", "created_at")
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s) RETURNING "id"
+)
+SELECT "id", set_config('synchronous_commit', 'off', true) FROM serve
 """
 # SKIP LOCKED: when another request is marking the same rows right now, its timestamp is as good as ours.
 _MARK_SERVED = """UPDATE memory_memoryentry SET last_served_at = %s WHERE id IN (
@@ -222,7 +230,7 @@ _SERVE_AND_MARK = """WITH marked AS (
         "session_external_id", "query", "entries", "skills", "tokens", "created_at")
     VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s) RETURNING "id"
 )
-SELECT "id" FROM serve
+SELECT "id", set_config('synchronous_commit', 'off', true) FROM serve
 """
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from memory.models import ContextServe, Feedback, MemoryEntry
 from memory.services import tokens_estimate
 from tests.api_support import Api, fast_passwords, keys, make_key  # noqa: F401 - fixtures
+from tests.conftest import is_postgres
 from tests.factories import StoreFactory, make_entry, make_skill
 
 pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
@@ -158,6 +160,28 @@ def test_context_without_store_draws_from_the_team_only(world, keys):
 def test_context_bad_parameters_are_400(world, keys, query):
     r = Api(keys.full).get(URL, query=query)
     assert r.status_code == 400 and r.json()["errors"]
+
+
+def _setting(name: str) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting(%s)", [name])
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.skipif(not is_postgres(), reason="synchronous_commit is PostgreSQL's")
+@pytest.mark.parametrize("fresh_entries", [True, False])
+def test_a_serve_commits_without_waiting_for_the_wal_flush(world, keys, fresh_entries):
+    """The transaction that records a serve (with or without last_served_at marks) turns synchronous_commit off for
+    itself only: the tests' transaction is still open after the request, so the setting is seen here."""
+    make_entry(world.store_a, key="one", content="First.")
+    if not fresh_entries:
+        context(keys.full)  # marks the entry served: the next serve writes the audit row alone
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('synchronous_commit', 'on', true)")
+    assert _setting("synchronous_commit") == "on"
+    body = context(keys.full)
+    assert body["items"] and ContextServe.objects.filter(pk=body["serve_id"]).exists()
+    assert _setting("synchronous_commit") == "off"
 
 
 def test_feedback_normalised_and_atomic(world, keys):

@@ -162,5 +162,8 @@ def test_no_scope_carried_between_keys_on_a_kept_connection(fast_passwords):
         with connection.cursor() as c:
             c.execute("SELECT coalesce(current_setting('dreamweb.team_ids', true), ''), count(*) FROM dreamweb_team")
             assert c.fetchone() == ("", 0)
+            # The serve's transaction committed without waiting for the WAL flush; the next one waits again.
+            c.execute("SELECT current_setting('synchronous_commit')")
+            assert c.fetchone() == ("on",)
     with all_teams():
         assert ContextServe.objects.filter(team__in=teams).count() == 6
