@@ -294,14 +294,20 @@ NEWEST = (models.F("started_at").desc(nulls_last=True), models.F("id").desc())
 
 
 class ContextServe(models.Model):
-    """Which entry versions and skills went to which key, agent, task and session: the audit trail of context."""
+    """Which entry versions and skills went to which key, agent, task and session: the audit trail of context.
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    One row per context request, so every index is paid on the API's hot path. Its readers: by session within a team
+    (the session viewer, dream selection, effectiveness: ``contextserve_session``), by store (effectiveness, budget:
+    the store's foreign-key index), and the deletes of a team, store or key. No one searches session ids by prefix,
+    so there is no pattern index (which ``db_index`` on a CharField would add)."""
+
+    # The team's rows are found through contextserve_session (team first).
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     store = models.ForeignKey(MemoryStore, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     agent_key = models.ForeignKey(AgentKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     agent = models.CharField(max_length=100, blank=True)
     task = models.CharField(max_length=100, blank=True)
-    session_external_id = models.CharField(max_length=200, blank=True, db_index=True)
+    session_external_id = models.CharField(max_length=200, blank=True)
     query = models.TextField(blank=True)
     # [{"entry_id", "key", "version", "content_hash"}]
     entries = models.JSONField(default=list)
@@ -314,6 +320,7 @@ class ContextServe(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [models.Index(fields=["team", "session_external_id"], name="contextserve_session")]
 
     def __str__(self) -> str:
         return f"context for {self.agent or '?'} at {self.created_at:%Y-%m-%d %H:%M}"

@@ -184,6 +184,15 @@ def test_a_serve_commits_without_waiting_for_the_wal_flush(world, keys, fresh_en
     assert _setting("synchronous_commit") == "off"
 
 
+@pytest.mark.skipif(not is_postgres(), reason="the indexes are PostgreSQL's")
+def test_the_serve_audit_keeps_only_the_indexes_its_readers_use():
+    """One row per context request: every index is paid on the hot path (memory migration 0013)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'memory_contextserve'")
+        columns = sorted(row[0].split(" USING btree ", 1)[1] for row in cursor.fetchall())
+    assert columns == ["(agent_key_id)", "(id)", "(store_id)", "(team_id, session_external_id)"]
+
+
 def test_feedback_normalised_and_atomic(world, keys):
     entry = make_entry(world.store_a)
     api = Api(keys.reader)  # rating is part of reading: no write scope, read-only store
