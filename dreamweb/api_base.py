@@ -17,6 +17,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from . import input_guard
 from .api_auth import ApiKeyAuthentication
+from .api_query import fast_parameters
 from .api_throttling import AgentKeyRateThrottle
 
 
@@ -204,8 +205,13 @@ class AgentPagination(LimitOffsetPagination):
 
 def query_parameters(request, serializer_class) -> dict:
     """The query string, validated as the schema says: an empty value (``?store=``) is a value, refused where the
-    field does not allow blanks (400), not read as absent the way DRF reads form data."""
-    params = serializer_class(data=request.query_params.dict())
+    field does not allow blanks (400), not read as absent the way DRF reads form data. Common, valid query strings
+    are read without the serializer (dreamweb.api_query: the same values; anything else goes to the serializer)."""
+    data = request.query_params.dict()
+    fast = fast_parameters(data, serializer_class)
+    if fast is not None:
+        return fast
+    params = serializer_class(data=data)
     params.is_valid(raise_exception=True)
     return params.validated_data
 
