@@ -24,7 +24,7 @@ from skills_registry.services import published_index
 
 from .models import ContextServe, MemoryEntry
 from .ranking import ContextItem
-from .ranking_cache import note_served, ranked_entries
+from .ranking_cache import note_served, ranked_entries, ranked_entries_in
 from .services import tokens_estimate
 
 # last_served_at says "recently used" to people and to dreams; minute precision is enough and keeps concurrent
@@ -96,10 +96,15 @@ def fit(candidates, max_items: int, max_tokens: int) -> list[ContextItem]:
     return _fit(candidates, max_items, max_tokens)[0]
 
 
+class NoSuchStore(LookupError):
+    """The key's team has no store with the slug a context request named."""
+
+
 def build_context(
     key,
     *,
     store=None,
+    store_slug: str | None = None,
     agent: str | None = None,
     task: str | None = None,
     query: str = "",
@@ -109,14 +114,21 @@ def build_context(
     include_skills: bool = True,
     record: bool = True,
 ) -> ContextResult:
-    """Rank, cut to the budget, render, and (by default) record the serve and mark the entries as served."""
+    """Rank, cut to the budget, render, and (by default) record the serve and mark the entries as served.
+
+    The store is given as a model (``store``) or by its slug in the key's team (``store_slug``: found with the
+    ranking's own statement; NoSuchStore when the team has none)."""
     max_items, max_tokens = clamp_budget(max_items, max_tokens)
     # A few spare rows: an entry too long for the remaining budget is skipped and the next one tried.
-    candidates = (
-        ranked_entries(key, store=store, agent=agent, task=task, query=query, limit=max_items + min(max_items, 20))
-        if max_items
-        else []
-    )
+    limit = max_items + min(max_items, 20)
+    if store_slug is not None:
+        store, candidates = ranked_entries_in(key, store_slug, agent=agent, task=task, query=query, limit=limit)
+        if store is None:
+            raise NoSuchStore(store_slug)
+    else:
+        candidates = (
+            ranked_entries(key, store=store, agent=agent, task=task, query=query, limit=limit) if max_items else []
+        )
     items, parts, chars = _fit(candidates, max_items, max_tokens)
 
     skills: list[dict] = []

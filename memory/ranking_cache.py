@@ -15,9 +15,10 @@ The score is PostgreSQL's, bit for bit, so the order (ties included) is the stat
 - ``(relevance + rating part) + recency``, in that order, as the statement adds them.
 tests/test_context_ranking.py compares it with the ORM oracle exactly, scores included.
 
-Isolation: a key names its team and a store is read through ``get_store`` (the key's team only), so the cache key
-(team id, store id) never reaches another team's data; the data is loaded with the team in the WHERE clause and under
-row-level security. What is cached is what one statement would read; nothing is served without the version check.
+Isolation: a key names its team and a store is found with the key's team in the WHERE clause (``get_store``, or
+the check statement by slug), so the cache key (team id, store id) never reaches another team's data; the data is
+loaded with the team in the WHERE clause and under row-level security. What is cached is what one statement would
+read; nothing is served without the version check.
 
 Bounds: at most ``DREAMWEB_CONTEXT_CACHE_STORES`` stores per process (least recently used dropped first), stores
 of more than ``DREAMWEB_CONTEXT_CACHE_MAX_ENTRIES`` active entries are left to the statement, and a store whose data
@@ -34,13 +35,14 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from .models import EntryStatus
+from .models import EntryStatus, MemoryStore
 from .ranking import (
     AGENT_LEVEL,
     RATING_WEIGHT,
@@ -62,6 +64,13 @@ _PI2_6 = 1.64493406685  # the double constant calc_rank_or divides by
 _CHECK_STORE = (
     "SELECT now(), (SELECT content_version FROM memory_memorystore WHERE id = %s AND team_id = %s), NULL, {tsquery}"
 )
+# The same for a store named by its slug: the store's lookup (its id; NULL when the key's team has no such store) in
+# the same statement, so a context request for a store costs no statement of its own for it.
+_CHECK_SLUG = (
+    "SELECT now(), s.content_version, NULL, {tsquery}, s.id FROM (SELECT 1) AS one"
+    " LEFT JOIN memory_memorystore s ON s.team_id = %s AND s.slug = %s"
+)
+_FIND_SLUG = "SELECT id FROM memory_memorystore WHERE team_id = %s AND slug = %s"
 # A team's stores: the highest version and the number of stores (a store created or deleted changes one of them).
 _CHECK_TEAM = (
     "SELECT now(), (SELECT max(content_version) FROM memory_memorystore WHERE team_id = %s),"
@@ -318,6 +327,50 @@ class _Slot:
     data: object
 
 
+class StoreRef(NamedTuple):
+    """A store as the ranking and the audit need it: its id and slug (read with the ranking's check)."""
+
+    pk: int
+    slug: str
+
+
+def _cached() -> bool:
+    return connection.vendor == "postgresql" and bool(settings.DREAMWEB_CONTEXT_CACHE_STORES)
+
+
+def ranked_entries_in(
+    key, slug: str, *, agent=None, task=None, query: str = "", limit: int
+) -> tuple[StoreRef | None, list[ContextItem]]:
+    """The store of the key's team with this slug (None when there is none: nothing is ranked) and its ``limit`` best
+    entries, as ``ranked_entries`` ranks them. On PostgreSQL the store is found by the ranking's own check statement."""
+    query = (query or "").strip()
+    if not _cached() or limit <= 0:
+        with connection.cursor() as cursor:
+            cursor.execute(_FIND_SLUG, [key.team_id, slug])
+            row = cursor.fetchone()
+        if row is None:
+            return None, []
+        store = _store_object(row[0], slug)
+        return store, ranked_entries(key, store=store, agent=agent, task=task, query=query, limit=limit)
+    tsquery = _TSQUERY if query else "NULL"
+    with connection.cursor() as cursor:
+        cursor.execute(_CHECK_SLUG.format(tsquery=tsquery), [*([query] if query else []), key.team_id, slug])
+        now, version, stores, tsquery_text, store_id = cursor.fetchone()
+    if store_id is None:
+        return None, []
+    store = StoreRef(store_id, slug)
+    return store, _rank(
+        key, store, now, version, stores, tsquery_text, agent=agent, task=task, query=query, limit=limit
+    )
+
+
+def _store_object(store_id: int, slug: str):
+    # SQLite's ranking filters with the ORM, which takes a model instance; PostgreSQL's statements take the ref.
+    if connection.vendor == "postgresql":
+        return StoreRef(store_id, slug)
+    return MemoryStore(pk=store_id, slug=slug)
+
+
 def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", limit: int) -> list[ContextItem]:
     """The ``limit`` best entries of the key's team (of ``store`` when given) for this agent, task and query, best
     first (memory.ranking's rule): from the process's ranking data when it is ready and current, otherwise from the
@@ -325,7 +378,7 @@ def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", l
     if limit <= 0:
         return []
     query = (query or "").strip()
-    if connection.vendor != "postgresql" or not settings.DREAMWEB_CONTEXT_CACHE_STORES:
+    if not _cached():
         return ranked_by_statement(key, store=store, agent=agent, task=task, query=query, limit=limit)
     team_id = key.team_id
     tsquery = _TSQUERY if query else "NULL"
@@ -335,6 +388,13 @@ def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", l
         else:
             cursor.execute(_CHECK_TEAM.format(tsquery=tsquery), [team_id, team_id, *([query] if query else [])])
         now, version, stores, tsquery_text = cursor.fetchone()
+    return _rank(key, store, now, version, stores, tsquery_text, agent=agent, task=task, query=query, limit=limit)
+
+
+def _rank(key, store, now, version, stores, tsquery_text, *, agent, task, query: str, limit: int) -> list[ContextItem]:
+    """The ranking from the process's data, once the check statement has said the store's version, the clock and
+    the query's lexemes (the statement when the data is not ready or the query is not a plain OR of lexemes)."""
+    team_id = key.team_id
     lexemes = query_lexemes(tsquery_text)
     if version is None or lexemes is None:
         return ranked_by_statement(key, store=store, agent=agent, task=task, query=query, limit=limit)

@@ -156,6 +156,20 @@ def test_context_without_store_draws_from_the_team_only(world, keys):
     assert Api(keys.other_team).get(URL, query={"store": "eng"}).status_code == 404
 
 
+@pytest.mark.parametrize("query", [{}, {"max_items": 0}, {"max_items": 0, "skills": "false"}, {"query": "deploy"}])
+def test_a_store_of_no_team_or_another_team_is_404(world, keys, query):
+    """The store is found by the ranking's own statement on PostgreSQL: still 404, and never another team's."""
+    for store in ("nope", world.store_b.slug):
+        r = Api(keys.full).get(URL, query={**query, "store": store})
+        assert r.status_code == 404
+        assert r.json() == {"detail": f"No store {store!r} in this key's team.", "code": "not_found"}
+    assert not ContextServe.objects.exists()
+    make_entry(world.store_b, key="b-entry")
+    body = Api(keys.other_team).get(URL, query={**query, "store": world.store_b.slug}).json()
+    assert [i["key"] for i in body["items"]] == ([] if query.get("max_items") == 0 else ["b-entry"])
+    assert ContextServe.objects.get(pk=body["serve_id"]).store_id == world.store_b.pk
+
+
 @pytest.mark.parametrize("query", [{"max_items": -1}, {"max_tokens": "lots"}, {"store": "not a slug!"}])
 def test_context_bad_parameters_are_400(world, keys, query):
     r = Api(keys.full).get(URL, query=query)

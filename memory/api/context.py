@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions
 from rest_framework.response import Response
 
 from dreamweb.api_base import AgentAPIView, error_responses, query_parameters
 from dreamweb.api_permissions import HasScope
-from memory.context import build_context
+from memory.context import NoSuchStore, build_context
 
-from .common import get_store
 from .serializers import ContextQuerySerializer, ContextSerializer
 
 
@@ -30,18 +30,22 @@ class ContextView(AgentAPIView):
     )
     def get(self, request):
         p = query_parameters(request, ContextQuerySerializer)
-        store = get_store(self.key, p["store"]) if p.get("store") else None
-        result = build_context(
-            self.key,
-            store=store,
-            agent=p.get("agent") or None,
-            task=p.get("task") or None,
-            query=p.get("query", ""),
-            max_items=p.get("max_items"),
-            max_tokens=p.get("max_tokens"),
-            session_external_id=request.headers.get("X-Session-Id") or p.get("session", ""),
-            include_skills=p.get("skills", True),
-        )
+        slug = p.get("store") or None
+        try:
+            result = build_context(
+                self.key,
+                store_slug=slug,
+                agent=p.get("agent") or None,
+                task=p.get("task") or None,
+                query=p.get("query", ""),
+                max_items=p.get("max_items"),
+                max_tokens=p.get("max_tokens"),
+                session_external_id=request.headers.get("X-Session-Id") or p.get("session", ""),
+                include_skills=p.get("skills", True),
+            )
+        except NoSuchStore:
+            # As get_store says it for every other store-scoped path.
+            raise exceptions.NotFound(f"No store {slug!r} in this key's team.") from None
         body = {
             "items": [
                 {
