@@ -72,6 +72,7 @@ class Hints:
 
 EVERYTHING = Hints()
 CHECKED = Hints(strings=False, numbers=False, depth=False)
+_PARSED_HINTS = {(s, d): Hints(strings=s, numbers=False, depth=d) for s in (False, True) for d in (False, True)}
 
 # Characters PostgreSQL text and jsonb cannot hold (NUL), and lone UTF-16 surrogates, which UTF-8 cannot encode.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -142,11 +143,11 @@ def parse(text: bytes | str) -> tuple[object, Hints]:
             except orjson.JSONDecodeError:
                 pass
             else:
-                return value, Hints(
-                    strings=bool(_UNSTORABLE_ESCAPE.search(text)),
-                    numbers=False,  # orjson refuses every non-finite number
-                    depth=text.count(b"[") + text.count(b"{") > max_depth(),
-                )
+                # numbers: False, orjson refuses every non-finite number. One shared Hints per answer (a frozen
+                # dataclass costs more to build than the two tests).
+                strings = _UNSTORABLE_ESCAPE.search(text) is not None
+                depth = text.count(b"[") + text.count(b"{") > max_depth()
+                return value, _PARSED_HINTS[strings, depth]
     watch = _NumberWatch()
     try:
         value = json.loads(text, parse_constant=watch.constant, parse_float=watch.number)
@@ -185,6 +186,8 @@ def find_problem(value, hints: Hints = EVERYTHING, *, root: str = "body") -> Ref
     limit = max_depth() if hints.depth else math.inf
     if not isinstance(value, dict | list):
         return _scalar_problem(value, root, strings, numbers)
+    if not (strings or numbers) and not _deeper_than(value, limit):
+        return None  # depth alone, and within the limit: no path needed
     stack: list[tuple[object, str, int]] = [(value, "", 1)]
     while stack:
         node, path, depth = stack.pop()
@@ -213,6 +216,22 @@ def find_problem(value, hints: Hints = EVERYTHING, *, root: str = "body") -> Ref
                     return found
         stack.extend(reversed(children))  # in document order
     return None
+
+
+def _deeper_than(value: dict | list, limit: int) -> bool:
+    """Does the value nest containers deeper than ``limit``? find_problem's walk without the paths it names (the
+    common case, nothing too deep, at a fraction of its cost)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        depth += 1
+        for child in node.values() if type(node) is dict else node:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, depth))
+    return False
 
 
 def _scalar_problem(value, path: str, strings: bool, numbers: bool) -> Refused | None:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import orjson
+
 from dreamweb import input_guard
 
 from .source import Source
@@ -45,9 +47,10 @@ class Options:
 class Parsed:
     """One thing a reader found: a session document, a rejected part (``error``) or a remark (``notice``).
 
-    ``where`` names the place for messages ("line 12", "session 4c2d…"). ``size``, ``raw`` and ``hints`` are given
-    by the canonical reader only: the line's byte size and text, and the input guard's hints from parsing it, so
-    validation can skip work the text shows is not needed.
+    ``where`` names the place for messages ("line 12", "session 4c2d…"). ``size`` and ``raw`` are given by the
+    canonical reader only: the line's byte size and text. ``hints``, the input guard's hints from parsing the text
+    the document came from (the line, or every line of a converted file: Source.hints), let validation skip work
+    the text shows is not needed; without them it does all of it.
     """
 
     where: str
@@ -73,13 +76,25 @@ def clean_text(text: str) -> str:
 
 
 def clean_value(value):
-    """clean_text over every string (and key) of a JSON value."""
+    """clean_text over every string (and key) of a JSON value. A container with nothing to clean (nearly all) is
+    returned as it is: orjson's text of it shows that at C speed (it writes NUL as \\u0000 and refuses a lone
+    surrogate), where the walk below costs a Python call per value."""
+    if isinstance(value, dict | list):
+        try:
+            if b"\\u0000" not in orjson.dumps(value):
+                return value
+        except TypeError:  # a lone surrogate, an integer beyond 64 bits, a key that is not a string: walk
+            pass
+    return _clean_walk(value)
+
+
+def _clean_walk(value):
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, dict):
-        return {clean_text(k): clean_value(v) for k, v in value.items()}
+        return {clean_text(k): _clean_walk(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [clean_value(v) for v in value]
+        return [_clean_walk(v) for v in value]
     return value
 
 

@@ -28,6 +28,8 @@ CONVERSATION = {"user", "assistant"}
 BOOKKEEPING = {"summary", "file-history-snapshot", "system", "progress", "queue-operation"}
 POLL_TOOLS = {"BashOutput", "TaskOutput"}
 JOB_KEYS = ("backgroundTaskId", "shellId", "bash_id", "task_id", "agentId")
+# What every line repeats about where the CLI ran: the last value of each goes to metadata.
+CONTEXT_KEYS = (("cwd", "cwd"), ("gitBranch", "git_branch"), ("version", "cli_version"), ("slug", "slug"))
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 TOOL_USE_ERROR = re.compile(r"\s*<tool_use_error>(.*)</tool_use_error>\s*", re.S)
@@ -86,8 +88,10 @@ class _Stream:
 
 def _command_text(text: str) -> str | None:
     """ "/name args" for a slash-command wrapper, else None."""
+    if not text.lstrip().startswith("<command-"):
+        return None  # tested first: a search of the whole text for a tag it does not start with costs more
     name = COMMAND_NAME.search(text)
-    if name is None or not text.lstrip().startswith("<command-"):
+    if name is None:
         return None
     args = COMMAND_ARGS.search(text)
     return f"{name.group(1).strip()} {args.group(1).strip() if args else ''}".strip()
@@ -147,9 +151,11 @@ class _File:
         if self.session_id is None and isinstance(line.get("sessionId"), str):
             self.session_id = line["sessionId"]
         stream = self.stream_for(line)
-        for src, dst in (("cwd", "cwd"), ("gitBranch", "git_branch"), ("version", "cli_version"), ("slug", "slug")):
-            if isinstance(line.get(src), str) and line[src]:
-                stream.context[dst] = line[src]
+        context = stream.context
+        for src, dst in CONTEXT_KEYS:
+            value = line.get(src)
+            if value and isinstance(value, str):
+                context[dst] = value
         message = line.get("message") if isinstance(line.get("message"), dict) else {}
         if kind == "assistant":
             self.assistant(stream, line, message)
@@ -260,7 +266,7 @@ class _File:
         call_id = str(block.get("tool_use_id") or "")
         content = block_text(block.get("content"))
         is_error = bool(block.get("is_error"))
-        wrapped = TOOL_USE_ERROR.fullmatch(content)
+        wrapped = TOOL_USE_ERROR.fullmatch(content) if "<tool_use_error>" in content else None
         if wrapped:
             content, is_error = wrapped.group(1).strip(), True
         if "<system-reminder>" in content:
@@ -373,7 +379,10 @@ def read(source: Source, options: Options) -> Iterator[Parsed]:
         for value in values or ():
             if isinstance(value, dict):
                 f.add(value)
-    yield from f.sessions(options)
+    for parsed in f.sessions(options):
+        if parsed.doc is not None:
+            parsed.hints = source.hints  # the checks its lines call for, no more (validate_session)
+        yield parsed
 
 
 FORMAT = Format(

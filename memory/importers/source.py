@@ -47,8 +47,15 @@ def read_lines(stream: BinaryIO, max_bytes: int, start: int = 0) -> Iterator[tup
 def json_values(line: bytes) -> list:
     """The JSON values on one line: usually one, but a writer that lost a newline leaves two objects glued together
     (seen in a real Claude Code file), and both are kept. Raises ValueError when the line is not JSON."""
+    return parse_values(line)[0]
+
+
+def parse_values(line: bytes) -> tuple[list, input_guard.Hints]:
+    """json_values, with the input guard's hints for them (input_guard.parse): which checks values built from them
+    still need. Glued objects are read by the standard decoder, which takes NaN: they need every check."""
     try:
-        return [input_guard.parse(line)[0]]
+        value, hints = input_guard.parse(line)
+        return [value], hints
     except input_guard.Refused as exc:  # a ValueError; nesting past the parser is refused here, not a crash
         cause = exc.__cause__
         if not (isinstance(cause, json.JSONDecodeError) and cause.msg.startswith("Extra data")):
@@ -61,7 +68,7 @@ def json_values(line: bytes) -> list:
         values.append(value)
         while pos < len(text) and text[pos] in " \t\r\n":
             pos += 1
-    return values
+    return values, input_guard.EVERYTHING
 
 
 def json_error(exc: Exception) -> str:
@@ -77,6 +84,10 @@ def json_error(exc: Exception) -> str:
     return f"not valid JSON: {exc}"
 
 
+def _too_long(size: int, limit: int) -> str:
+    return f"line is {size} bytes; the limit is {limit} bytes (DREAMWEB_MAX_REQUEST_BYTES)"
+
+
 class Source:
     """A binary stream with its first lines kept for detection."""
 
@@ -88,6 +99,10 @@ class Source:
         self._document_error: str | None = None
         self._document_read = False
         self._consumed = False
+        self._head_values: list[tuple[int, list | None, str | None]] | None = None
+        # What every value read by values() so far may still hold (input_guard.Hints, joined over the lines): a
+        # session built from them needs only these checks (see hints).
+        self._strings = self._numbers = False
 
     @property
     def line_limit(self) -> int:
@@ -110,20 +125,46 @@ class Source:
                     break
         return self._head
 
+    def _parsed_head(self) -> list[tuple[int, list | None, str | None]]:
+        """(line number, the line's JSON values or None, error) for the head's non-blank lines, parsed once: every
+        sniffer looks at them, and values() hands the same values on instead of parsing the lines again."""
+        if self._head_values is None:
+            self._head_values = []
+            limit = self.line_limit
+            for number, line, size in self.head():
+                if line is None or size > limit:  # as lines() reads the head
+                    self._head_values.append((number, None, _too_long(size, limit)))
+                elif line.strip():
+                    self._head_values.append((number, *self._parse(line)))
+        return self._head_values
+
+    def _parse(self, line: bytes) -> tuple[list | None, str | None]:
+        try:
+            values, hints = parse_values(line)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return None, json_error(exc)
+        self._strings |= hints.strings
+        self._numbers |= hints.numbers
+        return values, None
+
     def head_values(self) -> list:
         """The JSON values of the head's lines; a line that is not JSON gives None."""
         values: list = []
-        for _, line, _ in self.head():
-            if line is None:
+        for _, parsed, _ in self._parsed_head():
+            if parsed is None:
                 values.append(None)
-                continue
-            if not line.strip():
-                continue
-            try:
-                values.extend(json_values(line))
-            except (ValueError, UnicodeDecodeError):
-                values.append(None)
+            else:
+                values.extend(parsed)
         return values
+
+    @property
+    def hints(self) -> input_guard.Hints:
+        """The checks a value built from the values read so far (values()) still needs: the strings' only when a line
+        held an escape that could carry an unstorable character, the numbers' only when one held a non-finite
+        number. A converted session's strings and numbers all come from its lines (or are the converter's own, which
+        hold neither), so these hints hold for it. Depth is always checked: a converter may nest a value deeper
+        than its line did."""
+        return input_guard.Hints(strings=self._strings, numbers=self._numbers, depth=True)
 
     def looks_like_document(self) -> bool:
         """The first line is the start of a JSON document that spans lines (a pretty-printed file)."""
@@ -146,16 +187,19 @@ class Source:
     def values(self) -> Iterator[tuple[int, list | None, str | None]]:
         """(line number, the line's JSON values or None, error) for every non-blank line."""
         limit = self.line_limit
-        for number, line, size in self.lines(limit):
+        head = self._parsed_head() if self._head is not None else []
+        if self._consumed:
+            raise RuntimeError("the source was already read")
+        self._consumed = True
+        yield from head
+        start = self._head[-1][0] if self._head else 0
+        for number, line, size in read_lines(self.stream, limit, start=start):
             if line is None:
-                yield number, None, f"line is {size} bytes; the limit is {limit} bytes (DREAMWEB_MAX_REQUEST_BYTES)"
+                yield number, None, _too_long(size, limit)
                 continue
             if not line.strip():
                 continue
-            try:
-                yield number, json_values(line), None
-            except (ValueError, UnicodeDecodeError) as exc:
-                yield number, None, json_error(exc)
+            yield (number, *self._parse(line))
 
     def document(self):
         """The whole input parsed as one JSON value; raises ValueError with a readable message."""
