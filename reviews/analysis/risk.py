@@ -121,7 +121,8 @@ def _password_like(word: str) -> bool:
 
 
 def _strong_password(tok: str) -> bool:
-    if "/" in tok or "://" in tok or re.fullmatch(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", tok) or re.search(r"[()=<>{}]", tok):
+    # a slash: a path or a URL; brackets or `=`: code or a setting
+    if "/" in tok or re.fullmatch(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", tok) or re.search(r"[()=<>{}]", tok):
         return False
     return all(re.search(p, tok) for p in (r"[a-z]", r"[A-Z]", r"\d", r"[!#$%&*?^~@]"))
 
@@ -168,11 +169,11 @@ def _url_secrets(text: str) -> list[tuple[str, int, int]]:
         for u in URL_RE.finditer(text):
             for m in URL_RANDOM_SEGMENT.finditer(u.group(0)):
                 seg = m.group(0)
-                if re.search(r"[a-z]", seg) and re.search(r"[A-Z]", seg) and re.search(r"\d", seg):
-                    # words glued in CamelCase (`InstallingTheCLIOnLinux2024`) are a page name, not a token
-                    wordy = sum(len(w) for w in re.findall(r"[a-z]{3,}", seg))
-                    if wordy < 0.4 * len(seg) and _looks_random(seg):
-                        spans.append(("URL credential", u.start() + m.start(), u.start() + m.end()))
+                # words glued in CamelCase (`InstallingTheCLIOnLinux2024`) are a page name, not a token;
+                # _looks_random asks for lower case, upper case and digits
+                wordy = sum(len(w) for w in re.findall(r"[a-z]{3,}", seg))
+                if wordy < 0.4 * len(seg) and _looks_random(seg):
+                    spans.append(("URL credential", u.start() + m.start(), u.start() + m.end()))
     return spans
 
 
