@@ -338,3 +338,85 @@ def test_a_typed_password_is_redacted_without_any_credential_word(text, secret):
 )
 def test_names_and_versions_with_symbols_are_no_password(text):
     assert risk.redact(text) == text
+
+
+REMOVES = "Removes an entry from memory."
+SHARED = "Changes a shared store that every agent of the team reads."
+MERGES = "Merges several entries into one."
+
+
+# Each reason as a reviewer reads it, high ones first.
+@pytest.mark.parametrize(
+    "d,kwargs,expected",
+    [
+        (draft(None, operation="remove", targets=["k"]), {}, ("high", [REMOVES])),
+        (draft("Use make release."), {"store_kind": "shared"}, ("high", [SHARED])),
+        (
+            draft("Use make release.", trusts=("tool",)),
+            {},
+            ("high", ["All its evidence comes from tool output, not from a user or an agent."]),
+        ),
+        (
+            draft("Use make release.", trusts=("web", "web")),
+            {},
+            ("high", ["All its evidence comes from web pages, not from a user or an agent."]),
+        ),
+        (
+            draft("Deploy with make release.", operation="update", targets=["a", "b", "c", "d"]),
+            {"target_origins": {"a": "human", "b": "import", "c": "human", "d": "human"}},
+            ("medium", ["Rewrites a human-written entry (a, b, c)."]),
+        ),
+        (
+            draft(None, operation="remove", targets=["k"]),
+            {"target_origins": {"k": "import"}},
+            ("high", [REMOVES, "Rewrites a human-written entry (k)."]),
+        ),
+        (
+            draft("A and B.", operation="merge", targets=["a", "b"]),
+            {"target_origins": {"b": "human"}},
+            ("medium", ["Rewrites a human-written entry (b).", MERGES]),
+        ),
+        (draft("Use make release.", target_kind="skill"), {}, ("medium", [risk.REASON_SKILL])),
+        (
+            draft("Use make release.", target_kind="skill"),
+            {"store_kind": "shared"},
+            ("high", [SHARED, risk.REASON_SKILL]),
+        ),
+    ],
+)
+def test_each_reason_reads_as_the_reviewer_sees_it(d, kwargs, expected):
+    assert risk.assess(d, **kwargs) == expected
+
+
+@pytest.mark.parametrize(
+    "sessions,evidence,sources,is_one",
+    [(4, True, 1, True), (4, True, 2, False), (4, True, 0, False), (0, True, 1, True), (0, False, 1, False)],
+)
+def test_one_source_is_sessions_or_evidence_from_one_credential(sessions, evidence, sources, is_one):
+    d = draft("Use make release.")
+    d.prevalence_sessions, d.prevalence_sources = sessions, sources
+    if not evidence:
+        d.evidence = []
+    assert risk.one_source(d) is is_one
+    assert risk.assess(d) == (("medium", [risk.REASON_ONE_SOURCE]) if is_one else ("low", []))
+
+
+def test_a_dict_draft_is_assessed_like_a_proposal_draft():
+    assert risk.assess({"content": "Use make release."}) == ("low", [])
+    assert risk.assess({"operation": "remove", "targets": ["k"]}) == ("high", [REMOVES])
+    assert risk.assess({"content": "Use make release.", "prevalence_sessions": 3, "prevalence_sources": 1}) == (
+        "medium",
+        [risk.REASON_ONE_SOURCE],
+    )
+
+
+def test_a_secret_is_poisoning_and_redact_draft_keeps_clean_text_as_it_is():
+    secret = "ghp_Zx81LmQpT3vN0aBcD4eFgH5iJkL6mNoP7qRs"
+    d = draft(f"Push tags with {secret}.", rationale="Seen in 4 of 10 sessions.")
+    d.evidence.append({"session_id": 2, "external_id": "s2", "event_index": 1, "excerpt": None, "trust": "agent"})
+    level, reasons = risk.assess(d)
+    assert (level, reasons) == ("high", [risk.REASON_SECRET]) and risk.is_poisoned(level, reasons)
+    risk.redact_draft(d)
+    assert d.content == "Push tags with [REDACTED]."
+    assert d.rationale == "Seen in 4 of 10 sessions."
+    assert [e["excerpt"] for e in d.evidence] == ["Push tags with [REDACTED].", ""]

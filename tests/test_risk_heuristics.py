@@ -108,3 +108,73 @@ def found(text: str) -> list[tuple[str, str]]:
 def test_each_rule_names_its_kind_and_spans_the_secret_only(text, expected):
     assert found(text) == expected
     assert risk.secret_kinds(text) == sorted({kind for kind, _ in expected})
+
+
+# After a credential word: a value that says the credential is absent, or describes it, is none.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password: Required",
+        "token: NEEDED",
+        "api key: Missing",
+        "The password: required.",
+        "the password is rotated.",
+        "the password is elsewhere",
+        "the password is encrypted at rest",
+        "the password is expiring soon",
+        "the password is usually rotated",
+        "password=[REDACTED]",  # text redacted once stays as it is
+    ],
+)
+def test_placeholders_and_descriptions_after_a_credential_word_are_no_secret(text):
+    assert risk.find_secrets(text) == []
+
+
+# A plain word after a password word (whatever the language, with or without a space) is the password.
+@pytest.mark.parametrize(
+    "text,secret",
+    [
+        ("password=swordfish", "swordfish"),
+        ("pw:swordfish", "swordfish"),
+        ("password: swordfish", "swordfish"),
+        ("Mot de passe: soleil", "soleil"),
+        ("password: required, token=Zq8xW2vB9", "Zq8xW2vB9"),  # a placeholder does not hide the next credential
+        ("the password is encrypted, the token=Zq8xW2vB9", "Zq8xW2vB9"),  # nor does a description
+    ],
+)
+def test_a_plain_word_after_a_password_word_is_the_password(text, secret):
+    assert found(text) == [("credential", secret)]
+
+
+# In a text about credentials, a token of 12 or more letters and digits is the credential when its entropy reaches
+# 3 bits a character (8 characters, each twice: exactly 3.0; 7 characters, each twice: 2.8), and is not a
+# lower-case slug (a branch, a page or a release name).
+@pytest.mark.parametrize(
+    "text,is_secret",
+    [
+        ("staging key ab12cd34ab12cd34", True),
+        ("staging key ab12cd3ab12cd3", False),
+        ("staging key Xq7Lm2Rt9Vz4Kp", True),
+        ("token docs at release-2024-notes", False),
+    ],
+)
+def test_a_token_beside_a_credential_word_needs_three_bits_a_character_and_no_slug(text, is_secret):
+    assert redacted(text) is is_secret
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # a secret at the very start of the text
+        ("ghp_Zx81LmQpT3vN0aBcD4eFgH5iJkL6mNoP7qRs pushes the tags", "[REDACTED] pushes the tags"),
+        # overlapping spans (a query value inside a longer token) give one marker over the longest, and a later
+        # secret is still replaced
+        (
+            "export https://grafana.example.net/render?orgId=1&apiToken=GrafExport2026xyz and password=hunter2x9",
+            "export https://grafana.example.net/render?orgId=1&[REDACTED] and password=[REDACTED]",
+        ),
+    ],
+)
+def test_redaction_replaces_each_secret_once_and_keeps_every_other_character(text, expected):
+    assert risk.redact(text) == expected
+    assert risk.redact(expected) == expected

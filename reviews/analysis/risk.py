@@ -87,7 +87,7 @@ POSITIONAL_SECRETS: list[tuple[str, re.Pattern]] = [
 ]
 # `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
 ASSIGNED_SECRET = re.compile(
-    r"(?i)(?<![a-z])(?:password|passwd|pass|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|senha|"
+    r"(?i)(?<![a-z])(?P<word>password|passwd|pass|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|senha|"
     r"wachtwoord|l[öo]senord|salasana|has[łl]o|пароль|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|dsn|"
     r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)\b"
     # "the secret for the smoke bucket is X": a short qualifier between the word and its value
@@ -135,8 +135,8 @@ _DESCRIPTIVE = frozenset(
     documented known unknown inside elsewhere attached below above""".split()  # noqa: SIM905
 )
 _PASSWORD_WORDS = re.compile(
-    r"(?i)^(?:password|passwd|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|senha|wachtwoord|l[öo]senord|"
-    r"salasana|has[łl]o|пароль)$"
+    r"(?i)^(?:password|passwd|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord|"
+    r"l[öo]senord|salasana|has[łl]o|пароль)$"
 )
 
 
@@ -188,14 +188,15 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
     for name, pat in POSITIONAL_SECRETS:
         spans += [(name, m.start("value"), m.end("value")) for m in pat.finditer(text)]
     for m in ASSIGNED_SECRET.finditer(text):
-        value = m.group("value")
-        if value.startswith(REDACTED) or value.lower() in ("required", "needed", "missing", "set", "unset", "none"):
+        # read without the punctuation that ends its sentence ("the password is rotated."); the span keeps it
+        value = m.group("value").rstrip(".!?)")
+        if value.startswith(REDACTED) or value.lower() in ("required", "needed", "missing"):
             continue
         # "the token is stored in vault" is not a secret: require a value that is not an ordinary word, except after
-        # a password word, where a plain word is the password ("the admin password is swordfish") unless it only
-        # describes it ("the password is rotated monthly").
+        # a password word, where a plain word is the password ("the admin password is swordfish", "pw=swordfish")
+        # unless it only describes it ("the password is rotated monthly").
         if value.isalpha() and value.islower():
-            word = m.group(0).split()[0].rstrip(":=").lower()
+            word = m.group("word")
             if not _PASSWORD_WORDS.match(word) or value in _DESCRIPTIVE or value.endswith(("ed", "ing", "ly")):
                 continue
         spans.append(("credential", m.start("value"), m.end("value")))
