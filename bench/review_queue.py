@@ -8,7 +8,10 @@ the pages in-process
 with the Django test client as the application role (row-level security in force, the full middleware stack):
 server time, without the network. Medians of several requests after warm-up. The database is dropped at the end.
 
-    .venv/bin/python bench/review_queue.py [--proposals 10000] [--requests 15] [--approvals 30]
+    .venv/bin/python bench/review_queue.py [--proposals 10000] [--requests 15] [--approvals 30] [--heavy 20]
+
+``--heavy 20`` gives the 20 proposals of the first page ``--evidence`` (600) evidence rows each, over as many
+sessions (the million-session bench found patterns seen in hundreds of sessions): the queue must not grow with them.
 
 Environment: DATABASE_URL (app role) and DATABASE_OWNER_URL (owner role) of the PostgreSQL server.
 """
@@ -46,7 +49,9 @@ def setup_django(db: ScratchDatabase) -> None:
     django.setup()
 
 
-def seed(n: int):
+def seed(n: int, *, heavy: int = 0, per_heavy: int = 3):
+    """``n`` pending proposals with three evidence rows each, except the ``heavy`` most prevalent (the queue's first
+    page), which have ``per_heavy`` rows each (a pattern seen in hundreds of sessions), and as many decided ones."""
     from django.contrib.auth import get_user_model
 
     from dreamweb import rls
@@ -71,7 +76,7 @@ def seed(n: int):
                 events=[{"type": "message", "role": "user", "content": sentence(rng, 40)}] * 20,
                 event_count=20,
             )
-            for i in range(300)
+            for i in range(max(300, per_heavy))
         )
         updates = n // 4
         entries = MemoryEntry.objects.bulk_create(
@@ -99,7 +104,8 @@ def seed(n: int):
                     key_hint="" if entry else f"new-{i}",
                     kind=rng.choice(["corrected_command", "preference", "tool_failure", "rediscovered_knowledge"]),
                     rationale=sentence(rng, 20),
-                    prevalence_sessions=rng.randint(3, 60),
+                    # The heavy ones above every other: they make the first page.
+                    prevalence_sessions=61 if i >= n - heavy else rng.randint(3, 60),
                     prevalence_of=60,
                     confidence=rng.random(),
                     risk=rng.choice(["low", "low", "medium", "high"]),
@@ -120,7 +126,7 @@ def seed(n: int):
                     context=[[k, "call bash", sentence(rng, 10)], [k + 1, "result (failed)", sentence(rng, 14)]],
                 )
                 for p in proposals
-                for k in range(3)
+                for k in range(per_heavy if p.prevalence_sessions == 61 else 3)
             ),
             batch_size=5000,
         )
@@ -191,12 +197,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=15)
     parser.add_argument("--approvals", type=int, default=30)
     parser.add_argument("--db", default="dreamweb_bench_h3")
+    parser.add_argument("--heavy", type=int, default=0, help="proposals (the first page) with --evidence rows each")
+    parser.add_argument("--evidence", type=int, default=600, help="evidence rows of each --heavy proposal")
     args = parser.parse_args()
 
     with scratch_database(args.db) as db:
         setup_django(db)
         t0 = time.perf_counter()
-        user, proposals = seed(args.proposals)
+        user, proposals = seed(args.proposals, heavy=args.heavy, per_heavy=args.evidence if args.heavy else 3)
         vacuum_analyze(db)
         print(f"seeded {len(proposals)} pending and as many decided proposals in {time.perf_counter() - t0:.1f} s")
 
@@ -248,7 +256,9 @@ def main() -> None:
 
         print(f"load average before: {os.getloadavg()[0]:.1f}")
         n = f"{args.proposals:,}"
-        print(f"\n| request ({n} pending, {n} decided) | median ms | p90 ms | Django CPU ms |\n|---|---:|---:|---:|")
+        heavy = f"; the first {args.heavy} with {args.evidence} evidence rows each" if args.heavy else ""
+        print(f"\n| request ({n} pending{heavy}, {n} decided) | median ms | p90 ms | Django CPU ms |")
+        print("|---|---:|---:|---:|")
         for label, med, p90, cpu_ms in rows:
             print(f"| {label} | {med:.1f} | {p90:.1f} | {cpu_ms:.1f} |")
 

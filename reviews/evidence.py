@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+
+from django.utils.timezone import localtime
 
 from .analysis.risk import redact
 
@@ -71,18 +74,42 @@ def context_lines(events: Sequence[Any], index: int) -> list[list]:
 
 @dataclass
 class SessionGroup:
-    """One session's evidence for one proposal: the session, its rows (first the one cited first)."""
+    """One session's evidence for one proposal: the session, its rows (first the one cited first). ``count`` is the
+    number of rows the session has for the proposal when the rows loaded are fewer (a card loads a bounded number)."""
 
     session_id: int
     rows: list = field(default_factory=list)
+    count: int | None = None
 
     @property
     def first(self):
         return self.rows[0]
 
     @property
-    def more_rows(self) -> list:
-        return self.rows[1:]
+    def more_events(self) -> int:
+        """Rows of this session beyond the first ("+n more events")."""
+        return (len(self.rows) if self.count is None else self.count) - 1
+
+
+@dataclass
+class EvidenceFacts:
+    """What a card says of its evidence's strength: distinct sessions and the span of their start times."""
+
+    sessions: int = 0
+    first: datetime | None = None
+    last: datetime | None = None
+
+    @property
+    def span(self) -> str:
+        """When the sessions started, compactly: the minutes within one day (a flood pushed within a minute shows
+        as one time), the days otherwise."""
+        if self.first is None or self.last is None:
+            return ""
+        first, last = localtime(self.first), localtime(self.last)
+        if first.date() != last.date():
+            return f"{first:%Y-%m-%d} to {last:%Y-%m-%d}"
+        same = f"{first:%H:%M}" == f"{last:%H:%M}"
+        return f"{first:%Y-%m-%d %H:%M}" + ("" if same else f"–{last:%H:%M}")
 
 
 def group_by_session(rows: Iterable, session_of: Callable[[Any], int]) -> list[SessionGroup]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.db.models.signals import post_init
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -13,6 +14,7 @@ from dreamweb.provenance import Author
 from memory.models import MemoryEntry, MemoryVersion
 from memory.services import update_entry
 from reviews.models import Proposal, ProposalEvidence
+from reviews.views import card_evidence
 from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
 
@@ -99,10 +101,74 @@ def test_queue_query_count_baseline(client, world):
         assert client.get(reverse("reviews:queue")).status_code == 200
     queries = _data_queries(ctx.captured_queries)
     # session, user, memberships (middleware), memberships (header and page), stores, facets (filter choices,
-    # risk counters and the page count in one grouped scan), page, evidence, target entries, related proposals
-    # (earlier decisions on the same change, the same change in other stores), recent decisions.
+    # risk counters and the page count in one grouped scan), page, target entries, related proposals (earlier
+    # decisions on the same change, the same change in other stores), evidence (sessions and span per card; the
+    # first rows of each card; their sessions), recent decisions.
     # The same on SQLite and PostgreSQL (the scope statements are PostgreSQL's only and not counted).
-    assert len(queries) == 10, "\n".join(q[:120] for q in queries)
+    assert len(queries) == 12, "\n".join(q[:120] for q in queries)
+
+
+def _evidence_rows(store, per_proposal: int, sessions) -> None:
+    """Four pending proposals with ``per_proposal`` evidence rows each, spread over the sessions (some twice)."""
+    created = Proposal.objects.bulk_create(
+        Proposal(
+            team_id=store.team_id,
+            store=store,
+            operation="add",
+            content=f"text {i}",
+            key_hint=f"key-{store.slug}-{i}",
+            kind="corrected_command",
+            prevalence_sessions=3,
+            prevalence_of=10,
+            confidence=0.5,
+            signature=f"ev-{store.pk}-{i}",
+        )
+        for i in range(4)
+    )
+    ProposalEvidence.objects.bulk_create(
+        ProposalEvidence(
+            team_id=store.team_id,
+            proposal=p,
+            session=sessions[k % len(sessions)],
+            event_index=k,
+            excerpt=f"x {k}",
+            context=[[k, "call bash", "make deploy"]],
+        )
+        for p in created
+        for k in range(per_proposal)
+    )
+
+
+def test_queue_query_count_does_not_grow_with_evidence_rows(client, world):
+    """A pattern seen in hundreds of sessions has hundreds of evidence rows: the card loads a bounded number."""
+    sessions = [SessionFactory(team=world.team_a) for _ in range(250)]
+    few = world.store_a.__class__.objects.create(team=world.team_a, slug="few")
+    many = world.store_a
+    _evidence_rows(few, 3, sessions[:3])
+    _evidence_rows(many, 500, sessions)
+    client.force_login(world.alice)
+    url = reverse("reviews:queue")
+
+    loaded = []
+
+    def count(sender, instance, **kwargs):
+        loaded.append(instance)
+
+    post_init.connect(count, sender=ProposalEvidence)
+    try:
+        with CaptureQueriesContext(connection) as small:
+            html_few = client.get(url, {"store": few.pk}).content.decode()
+        with CaptureQueriesContext(connection) as big:
+            html_many = client.get(url, {"store": many.pk}).content.decode()
+    finally:
+        post_init.disconnect(count, sender=ProposalEvidence)
+
+    assert len(small.captured_queries) == len(big.captured_queries)
+    # Rows reach Python in a bounded number: 4 cards × 3 rows + 4 × CANDIDATE_ROWS, not 4 × 500.
+    assert len(loaded) <= 4 * 3 + 4 * card_evidence.CANDIDATE_ROWS, len(loaded)
+    assert "Evidence from 3 sessions" in html_few and "Evidence from 250 sessions" in html_many
+    # Each session has a second row far beyond the rows a card loads: the "+1" comes from the database's count.
+    assert "247 more sessions" in html_many and "+1 more event" in html_many
 
 
 def _entries(store, n: int) -> None:

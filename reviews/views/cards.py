@@ -1,44 +1,27 @@
 """What a proposal card shows, computed for a whole page of proposals in a fixed number of queries.
 
-Evidence comes in one prefetch (with only the session columns a card shows: a transcript can be megabytes), and
-the current text of every target of every card in one query per target kind, so a page of 100 cards costs what a
-page of 10 does.
+Evidence comes in three queries whatever the number of evidence rows (reviews.views.card_evidence), and the current
+text of every target of every card in one query per target kind, so a page of 100 cards costs what a page of 10
+does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from urllib.parse import urlencode
 
-from django.db.models import Prefetch, Q
+from django.db.models import Q
 from django.urls import reverse
 
 from memory.models import MemoryEntry, MemoryVersion
 from memory.services import replacement_key
 from skills_registry.models import Skill
 
-from .. import diffs, evidence
-from ..models import Proposal, ProposalEvidence, ProposalOperation, ProposalStatus, TargetKind
+from .. import diffs
+from ..models import Proposal, ProposalOperation, ProposalStatus, TargetKind
+from . import card_evidence
 
 DECIDED = (ProposalStatus.APPLIED, ProposalStatus.REJECTED, ProposalStatus.CONFLICT)
 EARLIER_SHOWN = 3  # earlier decisions on the same change a card lists
-
-EVIDENCE_FIELDS = (
-    "id",
-    "team",
-    "proposal",
-    "session",
-    "event_index",
-    "excerpt",
-    "trust",
-    "session__id",
-    "session__external_id",
-    "session__agent",
-    "session__task",
-    "session__outcome",
-    "session__started_at",
-    "context",
-)
 
 
 @dataclass
@@ -90,11 +73,8 @@ class TargetView:
 
 
 def with_card_data(queryset):
-    """The queryset with what a card needs joined or prefetched."""
-    evidence = ProposalEvidence.objects.select_related("session").only(*EVIDENCE_FIELDS).order_by("id")
-    return queryset.select_related("team", "store", "decided_by").prefetch_related(
-        Prefetch("evidence", queryset=evidence)
-    )
+    """The queryset with what a card needs joined (its evidence comes in reviews.views.card_evidence)."""
+    return queryset.select_related("team", "store", "decided_by")
 
 
 def _current_memory(proposals) -> dict:
@@ -194,30 +174,6 @@ def _who(version) -> str:
     return version.get_author_kind_display()
 
 
-def _viewer_url(base: str, ev: ProposalEvidence) -> str:
-    """The session viewer at the evidence's event, with (the start of) its excerpt to highlight (see
-    memory.views.sessions)."""
-    query = urlencode({"event": ev.event_index, "mark": ev.excerpt[:40]})
-    return f"{base.replace('/0/', f'/{ev.session_id}/')}?{query}#event-{ev.event_index}"
-
-
-def _facets(group) -> tuple:
-    """What makes sessions different for a reviewer: agent, task, outcome (reviews.evidence.representatives)."""
-    session = group.first.session
-    return (session.agent, session.task, session.outcome)
-
-
-def _evidence(p: Proposal, session_base: str) -> None:
-    rows = list(p.evidence.all())
-    for ev in rows:
-        ev.viewer_url = _viewer_url(session_base, ev)
-    groups = evidence.group_by_session(rows, lambda ev: ev.session_id)
-    p.card_sessions = groups
-    p.card_shown = evidence.representatives(groups, _facets)
-    shown = {g.session_id for g in p.card_shown}
-    p.card_more = [g for g in groups if g.session_id not in shown]
-
-
 def _writes(p: Proposal) -> list[dict]:
     """What approval writes, exactly: (verb, key) per entry, in the order apply_change writes them."""
     if p.operation == ProposalOperation.ADD:
@@ -279,17 +235,18 @@ def _related(proposals) -> tuple[dict[str, list], dict[str, list]]:
     return earlier, pending
 
 
-def decorate(proposals: list[Proposal]) -> list[Proposal]:
+def decorate(proposals: list[Proposal], *, every_session: bool = False) -> list[Proposal]:
     """Attach what a card shows, for a whole page in a fixed number of queries: ``card_targets`` (each target's
-    current text and the diff against it), evidence by session (``card_shown``, ``card_more``), ``card_writes``
+    current text and the diff against it), evidence by session (reviews.views.card_evidence: the representative
+    sessions, counts, and with ``every_session`` the sessions behind "n more"), ``card_writes``
     (exactly what approval writes), conflicts in words, earlier decisions and the same change in other stores."""
     memory, skills = _current_memory(proposals), _current_skills(proposals)
     earlier, elsewhere = _related(proposals)
     # One reverse() for every evidence link of the page (a page has up to a few hundred).
     session_base = reverse("memory:session", args=[0])
+    card_evidence.attach(proposals, session_base, every=every_session)
     changed: list[TargetView] = []
     for p in proposals:
-        _evidence(p, session_base)
         p.card_targets = [_target_view(p, i, key, memory, skills) for i, key in enumerate(p.targets or [])]
         p.card_segments = diffs.only_added(p.content) if p.operation == ProposalOperation.ADD else []
         p.card_kind = (p.kind or "").replace("_", " ")

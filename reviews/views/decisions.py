@@ -28,15 +28,16 @@ from .gates import decidable, may_decide_on, proposal_for
 from .queue import counters_context, store_from_next
 
 
-def _card(proposal: Proposal) -> Proposal:
-    return cards.decorate([proposal])[0]
+def _card(proposal: Proposal, *, every_session: bool = False) -> Proposal:
+    return cards.decorate([proposal], every_session=every_session)[0]
 
 
 @login_required
 @vary_on_headers("HX-Request")
 @require_GET
 def proposal_detail(request, pk: int):
-    proposal = _card(proposal_for(request, pk, deciding=False))
+    # The page shows every session inline; the card swapped in by htmx loads "n more" when opened.
+    proposal = _card(proposal_for(request, pk, deciding=False), every_session=not request.htmx)
     context = {"p": proposal, "can_decide": may_decide_on(request.user, proposal), "next": request.get_full_path()}
     if request.htmx:
         return render(request, "reviews/queue.html#card", context)
@@ -51,7 +52,7 @@ def proposal_detail(request, pk: int):
 @require_GET
 def evidence(request, pk: int):
     """Every session behind a card (the "n more" toggle loads it; the proposal's page shows it inline)."""
-    proposal = _card(proposal_for(request, pk, deciding=False))
+    proposal = _card(proposal_for(request, pk, deciding=False), every_session=True)
     return render(request, "reviews/card/_more_sessions.html", {"p": proposal})
 
 
@@ -59,7 +60,7 @@ def evidence(request, pk: int):
 @vary_on_headers("HX-Request")
 @require_GET
 def edit(request, pk: int):
-    proposal = _card(proposal_for(request, pk))
+    proposal = _card(proposal_for(request, pk), every_session=not request.htmx)
     context = {"p": proposal, "can_decide": True, "editing": True, "next": safe_next(request, reverse("reviews:queue"))}
     if request.htmx:
         return render(request, "reviews/queue.html#card-edit", context)
