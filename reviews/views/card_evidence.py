@@ -18,6 +18,7 @@ from memory.models import AgentSession
 
 from .. import evidence
 from ..models import Proposal, ProposalEvidence
+from . import card_html
 
 # Rows per proposal among which a card picks its representative sessions (in citation order): the spread of agents,
 # tasks and outcomes the pick looks for shows in the first rows of any pattern, and the page's cost stays bounded.
@@ -95,6 +96,7 @@ def attach(proposals: list[Proposal], session_base: str, *, every: bool = False)
         p.card_facts = facts.get(p.pk) or evidence.EvidenceFacts()
         p.card_session_count = p.card_facts.sessions
         p.card_shown = evidence.representatives(groups, _facets)
+        p.card_shown_html = card_html.sessions(p.card_shown)
         p.card_more_count = max(p.card_session_count - len(p.card_shown), 0)
         p.card_more = []
     if every:

@@ -18,7 +18,7 @@ from skills_registry.models import Skill
 
 from .. import diffs
 from ..models import Proposal, ProposalOperation, ProposalStatus, TargetKind
-from . import card_evidence
+from . import card_evidence, card_html
 
 DECIDED = (ProposalStatus.APPLIED, ProposalStatus.REJECTED, ProposalStatus.CONFLICT)
 EARLIER_SHOWN = 3  # earlier decisions on the same change a card lists
@@ -45,6 +45,10 @@ class TargetView:
     def changed(self) -> bool:
         """The target is not what the dream read: approving would conflict, so the card says so up front."""
         return not self.exists or self.current_hash != self.expected_hash
+
+    @property
+    def diff_html(self):
+        return card_html.diff(self.segments, self.block)
 
     @property
     def stats(self) -> dict:
@@ -248,7 +252,7 @@ def decorate(proposals: list[Proposal], *, every_session: bool = False) -> list[
     changed: list[TargetView] = []
     for p in proposals:
         p.card_targets = [_target_view(p, i, key, memory, skills) for i, key in enumerate(p.targets or [])]
-        p.card_segments = diffs.only_added(p.content) if p.operation == ProposalOperation.ADD else []
+        p.card_add_diff = card_html.diff(diffs.only_added(p.content)) if p.operation == ProposalOperation.ADD else ""
         p.card_kind = (p.kind or "").replace("_", " ")
         p.card_writes = _writes(p)
         taken = None
@@ -268,7 +272,7 @@ def decorate(proposals: list[Proposal], *, every_session: bool = False) -> list[
             p.card_dropped = diffs.dropped_clauses([t.current for t in p.card_targets], p.content)
         p.card_edited = p.original_content is not None and p.original_content != p.content
         if p.card_edited:
-            p.card_edit_segments = diffs.word_diff(p.original_content, p.content)
+            p.card_edit_diff = card_html.diff(diffs.word_diff(p.original_content, p.content))
         similar = earlier.get(p.signature, [])
         if p.operation == ProposalOperation.ADD:
             by_pk = {r.pk: r for r in similar + earlier.get(f"add:{p.write_key}", [])}

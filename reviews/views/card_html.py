@@ -1,0 +1,71 @@
+"""The parts of a card that repeat (diff segments, evidence sessions and their context lines), written in one pass.
+
+A page of 100 cards holds thousands of diff segments and hundreds of context lines; through template loops, tags and
+filters they cost most of the page's time. Here each is one format string. Every value is escaped (conditional_escape,
+what the templates' auto-escaping does): transcript text is untrusted and is never marked safe as it is.
+"""
+
+from __future__ import annotations
+
+from django.utils.html import conditional_escape as esc
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import Truncator
+
+from ..diffs import DEL, INS
+
+TAGS = {INS: "ins", DEL: "del"}
+CONTEXT_CHARS = 80  # a context line beside the cited one is cut to this many characters
+
+
+def diff(segments, block: bool = False) -> SafeString:
+    """A diff's segments as ``<ins>``, ``<del>`` and ``<span>``."""
+    parts = [f'<div class="diff{" diff-block" if block else ""}" aria-label="Changes">']
+    for op, text in segments:
+        tag = TAGS.get(op, "span")
+        parts.append(f"<{tag}>{esc(text)}</{tag}>")
+    if not segments:
+        parts.append('<span class="muted">(empty)</span>')
+    parts.append("</div>\n")
+    return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped
+
+
+def _cut(text) -> str:
+    text = str(text)
+    return text if len(text) <= CONTEXT_CHARS else Truncator(text).chars(CONTEXT_CHARS)
+
+
+def _plural(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def session(group) -> str:
+    """One representative session: its head (agent, task, outcome, trust, more events) and the lines around the
+    cited event, the excerpt marked."""
+    ev = group.first
+    s = ev.session
+    who = esc(s.agent)
+    if s.task:
+        who += f" / {esc(s.task)}"
+    if s.outcome and s.outcome != "unknown":
+        who += f" · {esc(s.outcome)}"
+    trust = f'<span class="badge trust trust-{esc(ev.trust)}">{esc(ev.trust)}</span>' if ev.trust != "agent" else ""
+    more = group.more_events
+    more = f' <span class="muted small">+{more} more event{_plural(more)}</span>' if more else ""
+    head = (
+        f'<li class="ev-session"><div class="evidence-head"><a href="{esc(ev.viewer_url)}" data-session>'
+        f'{esc(s.external_id)}</a> <span class="muted">{who}</span> {trust}{more}</div>\n'
+    )
+    excerpt = f"<mark>{esc(ev.excerpt)}</mark>"
+    if not ev.context:
+        return f'{head}<blockquote class="excerpt">{excerpt}</blockquote></li>\n'
+    lines = []
+    for index, label, text in ev.context:
+        if index == ev.event_index:
+            lines.append(f'<li class="cited"><b>{esc(label)}</b> {excerpt}</li>')
+        else:
+            lines.append(f"<li><b>{esc(label)}</b> {esc(_cut(text))}</li>")
+    return f'{head}<ol class="context">{"".join(lines)}</ol>\n</li>\n'
+
+
+def sessions(groups) -> SafeString:
+    return mark_safe("".join(session(g) for g in groups))  # noqa: S308 - session() escapes every value
