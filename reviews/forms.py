@@ -102,7 +102,9 @@ class DecisionForm(forms.Form):
     then = forms.CharField(required=False)
 
     def clean_also(self):
+        # One value per card, or one "1,2" from a card's Approve button (it sends the page's shared form).
         values = self.data.getlist("also") if hasattr(self.data, "getlist") else []
+        values = [part for v in values[:MAX_BULK] for part in str(v).split(",")]
         return sorted({i for i in (parse_id(v) for v in values[:MAX_BULK]) if i is not None})
 
     def edits(self) -> dict:

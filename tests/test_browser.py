@@ -224,8 +224,8 @@ def test_review_flow_in_the_browser(page, live_server, world, queue_data):
     # Reject with a reason.
     remove = card(page, queue_data["remove"])
     remove.locator("summary[data-action=reject]").click()
-    remove.locator("input[name=reason]").fill("Staging still answers; the 404s were a VPN problem.")
-    remove.locator("input[name=reason]").press("Enter")
+    remove.locator("[data-reason]").fill("Staging still answers; the 404s were a VPN problem.")
+    remove.locator("[data-reason]").press("Enter")
     expect(card(page, queue_data["remove"])).to_have_count(0)
     expect(page.locator('[data-count="rejected"]')).to_have_text("1")
 

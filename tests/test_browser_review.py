@@ -153,7 +153,7 @@ def test_keyboard_decisions_act_on_the_card_in_view(page, live_server, world, ex
     # `r` opens the reason box of the card in view, near its top.
     current_id = current.get_attribute("id")
     page.keyboard.press("r")
-    reason = page.locator(f"#{current_id} input[name=reason]")
+    reason = page.locator(f"#{current_id} [data-reason]")
     expect(reason).to_be_focused()
     assert reason.bounding_box()["y"] - current.bounding_box()["y"] < 200
     reason.fill("not true")
@@ -175,9 +175,9 @@ def test_the_demo_queue_is_light_and_no_card_is_taller_than_a_screen(page, live_
     count = cards.count()
     assert count >= 10, count
     heights = cards.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
-    # Issue 14 asks for 13 cards under 60 KiB; the demo's 10 cards weigh about 62 KB since the cards show sources,
-    # agents and time span (issue 11), so this guards against growth while that target stays open (the close-out note).
-    assert len(html) < 64 * 1024 and max(heights) <= SCREEN["height"], (len(html), count, heights)
+    # Issue 14 asks for the demo queue under 60 KiB: about 58 KiB for its 10 cards since the cards' buttons share one
+    # form (one CSRF token per page, reviews/_decide_form.html) and repeat less markup.
+    assert len(html) < 60 * 1024 and max(heights) <= SCREEN["height"], (len(html), count, heights)
     shoot(page, "queue.png")
 
 

@@ -159,6 +159,51 @@ def test_same_change_in_two_stores_is_one_decision(client, world):
     assert set(Proposal.objects.filter(pk__in=[here.pk, there.pk]).values_list("status", flat=True)) == {"applied"}
 
 
+def test_the_cards_approve_button_names_the_other_stores_in_one_value(client, world):
+    """The button sends the page's shared form with its own name and value: "also" is one "id,id" value."""
+    stores = [world.store_a.__class__.objects.create(team=world.team_a, slug=s, name=s) for s in ("ops", "dev")]
+    here = make_proposal(world.store_a, content="Use make release.", signature="same-sig")
+    there = [make_proposal(s, content="Use make release.", signature="same-sig") for s in stores]
+    html = queue_html(client, world.alice, store=world.store_a.pk)
+    card = html[html.index(f'id="card-{here.pk}"') :].split("</article>")[0]
+    value = re.search(r'data-action="approve" name="also" value="([^"]+)"', card).group(1)
+    assert sorted(value.split(",")) == sorted(str(p.pk) for p in there)
+
+    client.post(reverse("reviews:approve", args=[here.pk]), {"also": value, "next": "/reviews/"}, **HTMX)
+    statuses = Proposal.objects.filter(pk__in=[here.pk, *(p.pk for p in there)]).values_list("status", flat=True)
+    assert set(statuses) == {"applied"}
+
+
+def test_one_csrf_token_and_one_form_per_page_whatever_the_cards(client, world):
+    """The cards' buttons share one form (reviews/_decide_form.html): the page weighs no more per card for it."""
+    make_proposal(world.store_a, content="First.")
+    few = queue_html(client, world.alice)
+    for i in range(5):
+        make_proposal(world.store_a, content=f"Another change {i}.")
+    many = queue_html(client, world.alice)
+    assert many.count("data-card ") == few.count("data-card ") + 5
+    assert many.count("csrfmiddlewaretoken") == few.count("csrfmiddlewaretoken")
+    assert many.count("<form") == few.count("<form")
+    assert 'form="decide" formaction="/reviews/proposals/' in many
+
+
+def test_reject_takes_its_own_cards_reason_from_the_shared_form(client, world):
+    """Every card's reason box is in the shared form (reason-<id>): a rejection takes its own card's, never another's,
+    and one over the limit is refused as the plain field is."""
+    first = make_proposal(world.store_a, content="First.")
+    second = make_proposal(world.store_a, content="Second.")
+    client.force_login(world.alice)
+    form = {f"reason-{first.pk}": "typed in the other card", f"reason-{second.pk}": "not seen", "next": "/reviews/"}
+    client.post(reverse("reviews:reject", args=[second.pk]), form, **HTMX)
+    second.refresh_from_db()
+    first.refresh_from_db()
+    assert (second.status, second.decision_reason, first.status) == ("rejected", "not seen", "pending")
+
+    client.post(reverse("reviews:reject", args=[first.pk]), {f"reason-{first.pk}": "x" * 2001}, **HTMX)
+    first.refresh_from_db()
+    assert first.status == "pending"
+
+
 def test_also_never_reaches_another_team_or_another_change(client, world):
     mine = make_proposal(world.store_a, content="A.", signature="sig-1")
     theirs = make_proposal(world.store_b, content="A.", signature="sig-1")

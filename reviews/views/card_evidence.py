@@ -9,6 +9,7 @@ has; the representatives are picked among those (reviews.evidence.representative
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from urllib.parse import urlencode
 
 from django.db.models import Count, F, Max, Min, Window
@@ -24,8 +25,9 @@ from . import card_html
 # tasks and outcomes the pick looks for shows in the first rows of any pattern, and the page's cost stays bounded.
 CANDIDATE_ROWS = 60
 
-EVIDENCE_FIELDS = ("id", "team", "proposal", "session", "event_index", "excerpt", "trust", "context")
+MORE_FIELDS = ("id", "team", "proposal", "session", "event_index", "excerpt", "trust")  # "n more" shows no context
 SESSION_FIELDS = ("id", "team", "external_id", "agent", "task", "outcome", "started_at")
+ROW_VALUES = ("id", "proposal_id", "session_id", "event_index", "excerpt", "trust", "context", "in_session")
 
 
 def _viewer_url(base: str, ev: ProposalEvidence) -> str:
@@ -54,9 +56,10 @@ def _facts(ids: list[int]) -> dict[int, evidence.EvidenceFacts]:
     return {r["proposal_id"]: evidence.EvidenceFacts(r["n"], r["first"], r["last"]) for r in rows}
 
 
-def _first_rows(ids: list[int]) -> list[ProposalEvidence]:
+def _first_rows(ids: list[int]) -> list[SimpleNamespace]:
     """Each proposal's first CANDIDATE_ROWS rows by citation order, each with ``in_session`` (the rows its session
-    has for the proposal), and their sessions (the card's columns only: a transcript can be megabytes)."""
+    has for the proposal), and their sessions (the card's columns only: a transcript can be megabytes). Plain values,
+    not model instances: a page reads a few hundred and only prints them."""
     ranked = (
         ProposalEvidence.objects.filter(proposal_id__in=ids)
         .annotate(
@@ -64,12 +67,12 @@ def _first_rows(ids: list[int]) -> list[ProposalEvidence]:
             in_session=Window(Count("id"), partition_by=[F("proposal_id"), F("session_id")]),
         )
         .filter(rank__lte=CANDIDATE_ROWS)
-        .only(*EVIDENCE_FIELDS)
         .order_by("id")
+        .values(*ROW_VALUES)
     )
-    rows = list(ranked)
-    sessions = AgentSession.objects.filter(pk__in={r.session_id for r in rows}).only(*SESSION_FIELDS)
-    by_id = {s.pk: s for s in sessions}
+    rows = [SimpleNamespace(**r) for r in ranked]
+    sessions = AgentSession.objects.filter(pk__in={r.session_id for r in rows}).values(*SESSION_FIELDS)
+    by_id = {s["id"]: SimpleNamespace(**s) for s in sessions}
     for row in rows:
         row.session = by_id.get(row.session_id)
     return [r for r in rows if r.session is not None]
@@ -110,7 +113,7 @@ def _attach_more(proposals: list[Proposal], session_base: str) -> None:
     rows = (
         ProposalEvidence.objects.filter(proposal_id__in=[p.pk for p in proposals])
         .select_related("session")
-        .only(*(f for f in EVIDENCE_FIELDS if f != "context"), *(f"session__{f}" for f in SESSION_FIELDS))
+        .only(*MORE_FIELDS, *(f"session__{f}" for f in SESSION_FIELDS))
         .order_by("id")
     )
     by_proposal: dict[int, list] = {}

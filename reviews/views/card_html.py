@@ -1,13 +1,14 @@
 """The parts of a card that repeat (diff segments, evidence sessions and their context lines), written in one pass.
 
 A page of 100 cards holds thousands of diff segments and hundreds of context lines; through template loops, tags and
-filters they cost most of the page's time. Here each is one format string. Every value is escaped (conditional_escape,
-what the templates' auto-escaping does): transcript text is untrusted and is never marked safe as it is.
+filters they cost most of the page's time. Here each is one format string. Every value is escaped (``esc``, what the
+templates' auto-escaping does): transcript text is untrusted and is never marked safe as it is.
 """
 
 from __future__ import annotations
 
-from django.utils.html import conditional_escape as esc
+from html import escape
+
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
@@ -29,9 +30,19 @@ def diff(segments, block: bool = False) -> SafeString:
     return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped
 
 
-def _cut(text) -> str:
+def esc(value) -> str:
+    """What auto-escaping prints for a plain value (django.utils.html.escape is this, wrapped as safe)."""
+    return escape(str(value))
+
+
+def cut(text, length: int) -> str:
+    """The truncatechars filter (Truncator.chars) with a fast path: ASCII text has no combining characters."""
     text = str(text)
-    return text if len(text) <= CONTEXT_CHARS else Truncator(text).chars(CONTEXT_CHARS)
+    if len(text) <= length:
+        return text
+    if text.isascii():
+        return text[: length - 1] + "…"
+    return Truncator(text).chars(length)
 
 
 def _plural(n: int) -> str:
@@ -63,7 +74,7 @@ def session(group) -> str:
         if index == ev.event_index:
             lines.append(f'<li class="cited"><b>{esc(label)}</b> {excerpt}</li>')
         else:
-            lines.append(f"<li><b>{esc(label)}</b> {esc(_cut(text))}</li>")
+            lines.append(f"<li><b>{esc(label)}</b> {esc(cut(text, CONTEXT_CHARS))}</li>")
     return f'{head}<ol class="context">{"".join(lines)}</ol>\n</li>\n'
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db.models import Q
+from django.template.defaultfilters import floatformat
 from django.urls import reverse
+from django.utils.timesince import timesince
 
 from memory.models import MemoryEntry, MemoryVersion
 from memory.services import replacement_key
@@ -22,6 +24,8 @@ from . import card_evidence, card_html
 
 DECIDED = (ProposalStatus.APPLIED, ProposalStatus.REJECTED, ProposalStatus.CONFLICT)
 EARLIER_SHOWN = 3  # earlier decisions on the same change a card lists
+RATIONALE_CHARS = 200  # a card shows the start of the rationale
+CARD_URLS = ("proposal", "approve", "reject", "edit", "evidence", "budget")  # reversed once per page, not per card
 
 
 @dataclass
@@ -248,12 +252,22 @@ def decorate(proposals: list[Proposal], *, every_session: bool = False) -> list[
     earlier, elsewhere = _related(proposals)
     # One reverse() for every evidence link of the page (a page has up to a few hundred).
     session_base = reverse("memory:session", args=[0])
+    urls = {name: reverse(f"reviews:{name}", args=[0]) for name in CARD_URLS}
+    run_url = reverse("reviews:run", args=[0])
     card_evidence.attach(proposals, session_base, every=every_session)
     changed: list[TargetView] = []
     for p in proposals:
         p.card_targets = [_target_view(p, i, key, memory, skills) for i, key in enumerate(p.targets or [])]
         p.card_add_diff = card_html.diff(diffs.only_added(p.content)) if p.operation == ProposalOperation.ADD else ""
         p.card_kind = (p.kind or "").replace("_", " ")
+        p.card_urls = {name: url.replace("/0/", f"/{p.pk}/") for name, url in urls.items()}
+        p.card_age = timesince(p.created_at) if p.created_at else ""
+        p.card_title = ", ".join(p.targets) if p.targets else p.write_key
+        p.card_run_url = run_url.replace("/0/", f"/{p.run_id}/") if p.run_id else ""
+        p.card_rationale = card_html.cut(p.rationale or "", RATIONALE_CHARS)
+        p.card_percent = p.prevalence_percent
+        p.card_confidence = floatformat(p.confidence, 2)
+        p.card_span = p.card_facts.span
         p.card_writes = _writes(p)
         taken = None
         if p.operation == ProposalOperation.ADD and p.target_kind == TargetKind.MEMORY:
@@ -283,5 +297,6 @@ def decorate(proposals: list[Proposal], *, every_session: bool = False) -> list[
         p.card_elsewhere = sorted(
             (r for r in elsewhere.get(p.signature, []) if r.store_id != p.store_id), key=lambda r: r.store.slug
         )
+        p.card_also = ",".join(str(r.pk) for r in p.card_elsewhere)
     _conflict_details(changed)
     return proposals

@@ -158,11 +158,22 @@ def approve(request, pk: int):
     return _respond(request, proposal_for(request, pk), level, text, keep_card=conflict, undo=undoable)
 
 
+def _card_reason(data, pk: int):
+    """A card's reason box is in the page's shared form with every other card's (reviews/_decide_form.html), named
+    reason-<id>: this card's is the reason."""
+    key = f"reason-{pk}"
+    if key not in data:
+        return data
+    data = data.copy()
+    data["reason"] = data[key]
+    return data
+
+
 @login_required
 @require_POST
 def reject(request, pk: int):
     proposal = proposal_for(request, pk)
-    form = DecisionForm(request.POST)
+    form = DecisionForm(_card_reason(request.POST, pk))
     if not form.is_valid():
         # Refused whole: a reason over the limit is neither cut nor dropped, and nothing is rejected.
         return _respond(request, proposal, messages.ERROR, _form_error(form), keep_card=True)

@@ -70,6 +70,13 @@
       target.form.requestSubmit();
       return;
     }
+    if (ev.key === "Enter" && target.matches && target.matches("details.reject [data-reason]")) {
+      // The box belongs to the page's shared form (reviews/_decide_form.html): Enter rejects this card.
+      ev.preventDefault();
+      var button = target.closest("details.reject").querySelector("[data-reject]");
+      if (button) button.click();
+      return;
+    }
     if (ev.key === "Escape" && target.closest && target.closest("details.reject")) {
       var details = target.closest("details.reject");
       details.open = false;
@@ -94,7 +101,7 @@
       if (reject) {
         ev.preventDefault();
         reject.open = true;
-        var input = reject.querySelector("input[name=reason]");
+        var input = reject.querySelector("[data-reason]");
         if (input) input.focus();
       }
     } else if (key === "x") {
