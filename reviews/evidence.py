@@ -20,6 +20,10 @@ from django.utils.timezone import localtime
 from .analysis.risk import redact
 
 SHOWN_SESSIONS = 3  # sessions a card shows with their context; the others are behind "n more"
+# The rows (in citation order) among which the representative sessions are picked, by finalize (which stores their
+# context lines) and by the card (which loads no more than these): the spread of agents, tasks and outcomes shows in
+# the first rows of any pattern, and a card's cost stays bounded however many sessions a pattern was seen in.
+CANDIDATE_ROWS = 60
 CONTEXT_BEFORE = 1  # events before and after the cited one
 CONTEXT_AFTER = 1
 LINE_CHARS = 120  # one context line is cut to this many characters

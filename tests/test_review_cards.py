@@ -72,6 +72,22 @@ def test_card_groups_evidence_by_session_shows_three_with_context_and_n_more(cli
     assert re.findall(r">(s-\d)</a>", more) == ["s-1", "s-4", "s-5"]
 
 
+def test_the_card_picks_its_sessions_among_the_first_rows_as_finalize_does(client, world):
+    """A pattern seen in hundreds of sessions: the representatives come from the first CANDIDATE_ROWS rows (finalize
+    stored the context lines of those), and the later sessions are counted, not loaded."""
+    first = [
+        SessionFactory(team=world.team_a, agent="a-bot", external_id=f"a-{i:03d}")
+        for i in range(evidence.CANDIDATE_ROWS)
+    ]
+    late = SessionFactory(team=world.team_a, agent="b-bot", external_id="b-late")
+    proposal = with_sessions(make_proposal(world.store_a), [(s, 1, "make deploy", []) for s in [*first, late]])
+
+    html = queue_html(client, world.alice)
+    card = html[html.index(f'id="card-{proposal.pk}"') :].split("</article>")[0]
+    assert re.findall(r"data-session>([^<]+)</a>", card) == ["a-000", "a-001", "a-002"]
+    assert f"Evidence from {evidence.CANDIDATE_ROWS + 1} sessions" in card
+
+
 def test_representatives_prefer_spread_and_keep_citation_order():
     groups = evidence.group_by_session([(1, "a"), (1, "a"), (2, "a"), (3, "b"), (4, "a"), (5, "c")], lambda r: r[0])
     assert [g.session_id for g in groups] == [1, 2, 3, 4, 5]

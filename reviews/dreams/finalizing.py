@@ -183,7 +183,8 @@ def _with_context(rows: list[ProposalEvidence]) -> None:
     for row in rows:
         by_proposal.setdefault(row.proposal_id, []).append(row)
     for proposal_rows in by_proposal.values():
-        groups = evidence.group_by_session(proposal_rows, lambda r: r.session_id)
+        # Among the first rows only, as the card picks them (reviews.views.card_evidence): the same sessions.
+        groups = evidence.group_by_session(proposal_rows[: evidence.CANDIDATE_ROWS], lambda r: r.session_id)
         for group in evidence.representatives(groups, lambda g: facts.get(g.session_id, ())):
             wanted.append(group.first)
     session_ids = sorted({r.session_id for r in wanted})

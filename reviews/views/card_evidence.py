@@ -21,9 +21,7 @@ from .. import evidence
 from ..models import Proposal, ProposalEvidence
 from . import card_html
 
-# Rows per proposal among which a card picks its representative sessions (in citation order): the spread of agents,
-# tasks and outcomes the pick looks for shows in the first rows of any pattern, and the page's cost stays bounded.
-CANDIDATE_ROWS = 60
+CANDIDATE_ROWS = evidence.CANDIDATE_ROWS  # rows per proposal among which a card picks its representative sessions
 
 MORE_FIELDS = ("id", "team", "proposal", "session", "event_index", "excerpt", "trust")  # "n more" shows no context
 SESSION_FIELDS = ("id", "team", "external_id", "agent", "task", "outcome", "started_at")
