@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from dreamweb.models import AgentKey, Team
@@ -214,6 +215,10 @@ class AgentSessionQuerySet(TeamQuerySet):
     pass
 
 
+# When a session happened, as every session has it: its start, else when it arrived (NEWEST, the indexes below).
+SESSION_TIME = Coalesce("started_at", "ingested_at")
+
+
 class AgentSession(models.Model):
     """One agent session in the canonical format of contracts/session.schema.json."""
 
@@ -252,20 +257,19 @@ class AgentSession(models.Model):
         # Newest first within a team (NEWEST), with or without one agent: the session list and a cycle's selection
         # of unconsumed sessions read the first rows of one of these and stop, whatever the table's size; the
         # (team, agent) prefix also lists a team's agents by skipping through it (memory.sessions.team_agents).
-        # Retention reads the sessions whose events are still there, oldest first. On PostgreSQL the two newest-first
-        # indexes are created by hand with NULLS LAST (memory 0009); the state says plain DESC because SQLite, which
-        # rebuilds the table (and its indexes from this state) whenever a column is added, cannot index NULLS LAST.
+        # Retention reads the sessions whose events are still there, oldest first. The time is one every session
+        # has (its start, else its arrival), so the same index works on SQLite and PostgreSQL (no NULLS LAST).
         indexes = [
             models.Index(
                 models.F("team"),
-                models.F("started_at").desc(),
+                SESSION_TIME.desc(),
                 models.F("id").desc(),
                 name="agentsession_team_newest",
             ),
             models.Index(
                 models.F("team"),
                 models.F("agent"),
-                models.F("started_at").desc(),
+                SESSION_TIME.desc(),
                 models.F("id").desc(),
                 name="agentsession_team_agent_newest",
             ),
@@ -288,9 +292,9 @@ class AgentSession(models.Model):
         return self.external_id
 
 
-# The order of every "newest sessions first" read: the order of the indexes above (a session without a start time
-# comes last).
-NEWEST = (models.F("started_at").desc(nulls_last=True), models.F("id").desc())
+# The order of every "newest sessions first" read: the order of the indexes above. A session without a start time
+# (an agent that did not say) sorts by its arrival, among the sessions of its time, not after all of them.
+NEWEST = (SESSION_TIME.desc(), models.F("id").desc())
 
 
 class ContextServe(models.Model):

@@ -196,6 +196,29 @@ def test_session_list_is_my_team_only(client, world):
     assert reverse("memory:session", args=[theirs.pk]) not in html
 
 
+def test_a_session_without_a_start_time_is_listed_among_the_newest_by_its_arrival(client, world):
+    """Sessions sort by their start, else their arrival: one that says no start time is on the first page when it
+    arrived last, not after every other session."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.views.sessions import PER_PAGE
+
+    now = timezone.now()
+    for i in range(PER_PAGE + 5):
+        SessionFactory(team=world.team_a, external_id=f"dated-{i:03d}", started_at=now - timedelta(hours=1, minutes=i))
+    undated = SessionFactory(team=world.team_a, external_id="undated-1", started_at=None)
+    old = SessionFactory(team=world.team_a, external_id="undated-old", started_at=None)
+    old.ingested_at = now - timedelta(days=30)
+    old.save(update_fields=["ingested_at"])
+
+    html = login(client, world.victor).get(reverse("memory:sessions")).content.decode()
+    assert reverse("memory:session", args=[undated.pk]) in html
+    assert html.index("undated-1") < html.index("dated-000")  # it arrived after every dated session started
+    assert reverse("memory:session", args=[old.pk]) not in html  # an old arrival stays on a later page
+
+
 def test_revert_to_a_text_past_todays_size_limit_is_refused_with_a_message(client, world, settings):
     entry = make_entry(world.store_a, key="k", content="x" * 200)
     entry = update_entry(entry, base_version=1, author=Author.system(), content="short")

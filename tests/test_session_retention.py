@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from dreamweb import rls
-from memory.models import AgentSession
+from memory.models import NEWEST, AgentSession
 from memory.sessions import team_agents
 from reviews import retention
 from reviews.dreams.selection import select_sessions
@@ -204,6 +204,37 @@ def test_selection_reads_the_newest_sessions_by_index_and_probes_consumption_per
     assert "Seq Scan on memory_agentsession" not in plan, plan
     assert "hashed SubPlan" not in plan and "Hash Anti Join" not in plan, plan
     assert "Anti Join" in plan, plan
+
+
+@pytest.mark.skipif(not is_postgres(), reason="EXPLAIN of PostgreSQL's planner")
+@pytest.mark.parametrize("agent", ["", "agent-1"])
+def test_the_session_list_reads_the_first_rows_of_the_newest_first_index(agent):
+    """The list's first page, with or without an agent, in index order and stopped after a page: no sort of the
+    team's sessions, whatever their number (sessions without a start time included, by their arrival)."""
+    from memory.views.sessions import LIST_FIELDS, PER_PAGE
+
+    with all_teams():
+        team = TeamFactory(slug="listed")
+        now = timezone.now()
+        AgentSession.objects.bulk_create(
+            AgentSession(
+                team=team,
+                external_id=f"s-{i:05d}",
+                agent=f"agent-{i % 3}",
+                started_at=None if i % 5 == 0 else now - timedelta(minutes=i),
+                events=[],
+            )
+            for i in range(3000)
+        )
+    with rls.team_scope(team):
+        sessions = AgentSession.objects.filter(team=team)
+        if agent:
+            sessions = sessions.filter(agent=agent)
+        query = sessions.only(*LIST_FIELDS).order_by(*NEWEST)[:PER_PAGE].query
+        sql, params = query.sql_with_params()
+        plan = _plan(sql, params)
+    assert ("agentsession_team_agent_newest" if agent else "agentsession_team_newest") in plan, plan
+    assert "Sort" not in plan and "Seq Scan on memory_agentsession" not in plan, plan
 
 
 @pytest.mark.skipif(not is_postgres(), reason="the skip scan is PostgreSQL's")
