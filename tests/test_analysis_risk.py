@@ -404,6 +404,9 @@ def test_one_source_is_sessions_or_evidence_from_one_credential(sessions, eviden
 def test_a_dict_draft_is_assessed_like_a_proposal_draft():
     assert risk.assess({"content": "Use make release."}) == ("low", [])
     assert risk.assess({"operation": "remove", "targets": ["k"]}) == ("high", [REMOVES])
+    # one source needs sessions or evidence: a dict without them is no one-source draft
+    assert risk.assess({"content": "Use make release.", "prevalence_sources": 1}) == ("low", [])
+    assert risk.assess({"content": "Use make release.", "prevalence_sessions": 3}) == ("low", [])  # sources not counted
     assert risk.assess({"content": "Use make release.", "prevalence_sessions": 3, "prevalence_sources": 1}) == (
         "medium",
         [risk.REASON_ONE_SOURCE],
@@ -420,3 +423,15 @@ def test_a_secret_is_poisoning_and_redact_draft_keeps_clean_text_as_it_is():
     assert d.content == "Push tags with [REDACTED]."
     assert d.rationale == "Seen in 4 of 10 sessions."
     assert [e["excerpt"] for e in d.evidence] == ["Push tags with [REDACTED].", ""]
+
+
+@pytest.mark.parametrize("where", ["rationale", "excerpt"])
+def test_a_secret_in_the_rationale_or_an_excerpt_alone_makes_it_high(where):
+    secret = "ghp_Zx81LmQpT3vN0aBcD4eFgH5iJkL6mNoP7qRs"
+    d = draft("Use make release.")
+    if where == "rationale":
+        d.rationale = f"Agents pushed with {secret}."
+    else:
+        d.evidence.append({"session_id": 2, "external_id": "s2", "event_index": 1, "excerpt": secret, "trust": "agent"})
+    assert risk.assess(d) == ("high", [risk.REASON_SECRET])
+    assert risk.assess(d.to_dict()) == ("high", [risk.REASON_SECRET])

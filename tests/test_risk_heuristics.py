@@ -21,6 +21,7 @@ def redacted(text: str) -> bool:
     [
         ("Ab1cde", True),  # 6 characters: the shortest password
         ("Ab1cdef", True),
+        ("Ab1cdeX", True),  # redacted to its last letter
         ("Ab1cd.", False),  # the trailing full stop ends the sentence: 5 characters left
         ("Ab1.cd", False),  # a dotted name
         ("abc12#", True),  # lower case, a digit and a symbol
@@ -178,3 +179,37 @@ def test_a_token_beside_a_credential_word_needs_three_bits_a_character_and_no_sl
 def test_redaction_replaces_each_secret_once_and_keeps_every_other_character(text, expected):
     assert risk.redact(text) == expected
     assert risk.redact(expected) == expected
+
+
+# A URL path segment with lower-case words in it is a page name when the words make 40 % of it or more (8 of 20
+# characters: `abcd`, `efgh`), a token below (7 of 20).
+@pytest.mark.parametrize("segment,is_token", [("Xk9Qabcd7ZP2efghM4T1", False), ("Xk9Qabcd7ZP2efgHM4T1", True)])
+def test_a_url_segment_is_a_page_name_from_forty_percent_of_words(segment, is_token):
+    assert redacted(f"share https://files.example.com/s/{segment} for the dump") is is_token
+
+
+# After any credential word (not only a password word), a value that is not a plain lower-case word is the credential.
+@pytest.mark.parametrize(
+    "text,secret", [("api token: k3yb0ard99", "k3yb0ard99"), ("the secret is Swordfish", "Swordfish")]
+)
+def test_a_value_that_is_no_plain_word_after_any_credential_word_is_the_credential(text, secret):
+    assert found(text) == [("credential", secret)]
+
+
+# Beside a credential word, a word with a digit, a letter and a symbol is the credential even in one case, unless it is
+# a path (the words after it are still read) or an address.
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("staging key zz#12345x", [("credential", "zz#12345x")]),
+        ("staging key in ./run#1x/job2 then zz#12345x", [("credential", "zz#12345x")]),
+        ("login as ann+ops1@mail.example.com", []),
+    ],
+)
+def test_a_symbol_word_beside_a_credential_word_is_the_credential_unless_a_path_or_address(text, expected):
+    assert found(text) == expected
+
+
+def test_of_overlapping_spans_from_one_start_the_longest_is_redacted():
+    # the value after `password:`, the typed-password token and the long token all start at the value
+    assert risk.redact("password: Xk9Qm2Lp7Rt4Vz8Wb3Yn#!") == "password: [REDACTED]"
