@@ -145,7 +145,7 @@ def parse(text: bytes | str) -> tuple[object, Hints]:
             else:
                 # numbers: False, orjson refuses every non-finite number. One shared Hints per answer (a frozen
                 # dataclass costs more to build than the two tests).
-                strings = _UNSTORABLE_ESCAPE.search(text) is not None
+                strings = b"\\u" in text and _UNSTORABLE_ESCAPE.search(text) is not None  # most lines hold no escape
                 depth = text.count(b"[") + text.count(b"{") > max_depth()
                 return value, _PARSED_HINTS[strings, depth]
     watch = _NumberWatch()

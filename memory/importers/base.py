@@ -180,7 +180,7 @@ class Transcript:
     def call(self, call_id: str, name: str, arguments, ts=None) -> dict | None:
         """A tool call; a call of Dreamweb's remember tool becomes the in-band note it is (and its result is
         dropped: the note is the event)."""
-        if REMEMBER.match(name or ""):
+        if name and "remember" in name and REMEMBER.match(name):
             self.notes.add(call_id)
             args = arguments if isinstance(arguments, dict) else {"content": arguments}
             content = args.get("content") or args.get("note") or args.get("text")

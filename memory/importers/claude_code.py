@@ -117,6 +117,8 @@ class _File:
         self.agent_calls: dict[str, str] = {}  # 2.x agentId -> the Task call that ran it
 
     def stream_for(self, line: dict) -> _Stream:
+        if not line.get("isSidechain") and "" in self.streams:
+            return self.streams[""]  # the main conversation, once it has begun: most lines
         uuid = line.get("uuid") if isinstance(line.get("uuid"), str) else None
         if not line.get("isSidechain"):
             key = ""
@@ -287,8 +289,9 @@ class _File:
             self.fold_poll(stream, origin, content, exit_code)
             return
         for key in JOB_KEYS:
-            if isinstance(structured.get(key), str) and structured[key]:
-                stream.jobs[structured[key]] = call_id
+            job = structured.get(key)
+            if job and isinstance(job, str):
+                stream.jobs[job] = call_id
         if isinstance(structured.get("agentId"), str) and call_id in self.task_calls:
             self.agent_calls[structured["agentId"]] = call_id
         stream.t.result(call_id, content, ts, is_error=is_error, exit_code=exit_code)

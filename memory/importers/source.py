@@ -18,6 +18,7 @@ from dreamweb import input_guard
 _DRAIN_CHUNK = 1 << 16
 HEAD_LINES = 8
 HEAD_BYTES = 1 << 20
+_BLANK = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() strips
 
 
 def read_lines(stream: BinaryIO, max_bytes: int, start: int = 0) -> Iterator[tuple[int, bytes | None, int]]:
@@ -143,8 +144,10 @@ class Source:
             values, hints = parse_values(line)
         except (ValueError, UnicodeDecodeError) as exc:
             return None, json_error(exc)
-        self._strings |= hints.strings
-        self._numbers |= hints.numbers
+        if hints.strings:
+            self._strings = True
+        if hints.numbers:
+            self._numbers = True
         return values, None
 
     def head_values(self) -> list:
@@ -197,7 +200,7 @@ class Source:
             if line is None:
                 yield number, None, _too_long(size, limit)
                 continue
-            if not line.strip():
+            if line[0] in _BLANK and not line.strip():  # a line that starts with no blank is not blank: no copy
                 continue
             yield (number, *self._parse(line))
 
