@@ -34,6 +34,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from datetime import UTC, datetime
@@ -113,14 +114,36 @@ def sample_file(count: int, *, phase: int, start: datetime) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def import_sample(team, data: bytes, count: int) -> dict:
+def raw_copy(db: ScratchDatabase, data: bytes, count: int) -> float:
+    """Sessions/s of a raw COPY of the same lines, verbatim, into a bare table of one jsonb column (what
+    bench/import_sessions.py calls the physical limit), in the same database at the same size, just before the
+    import; the table is dropped afterwards."""
+    with psycopg.connect(db.owner_url) as conn:
+        conn.execute("CREATE TABLE bench_raw_copy (doc jsonb)")
+        conn.commit()
+        t0 = time.perf_counter()
+        with conn.cursor() as cur:
+            sql = "COPY bench_raw_copy (doc) FROM STDIN WITH (FORMAT csv, QUOTE e'\\x01', DELIMITER e'\\x02')"
+            with cur.copy(sql) as copy:
+                for start in range(0, len(data), 1 << 20):
+                    copy.write(data[start : start + (1 << 20)])
+        conn.commit()
+        seconds = time.perf_counter() - t0
+        conn.execute("DROP TABLE bench_raw_copy")
+        conn.commit()
+    return count / seconds
+
+
+def import_sample(db: ScratchDatabase, team, data: bytes, count: int) -> dict:
     from memory.importing import import_sessions
 
+    raw = raw_copy(db, data, count)
     t0, c0 = time.perf_counter(), time.process_time()
     stats = import_sessions(io.BytesIO(data), team)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert stats.imported == count, stats.summary()
-    return {"rate": count / seconds, "cpu_ms": 1000 * cpu / count, "mb_s": len(data) / seconds / 1e6}
+    rate = count / seconds
+    return {"rate": rate, "cpu_ms": 1000 * cpu / count, "mb_s": len(data) / seconds / 1e6, "raw": raw}
 
 
 def fill(db: ScratchDatabase, template: bytes, upto: int, team_id: int, chunk: int = 50_000) -> dict:
@@ -190,19 +213,30 @@ def dream(db: ScratchDatabase, sample: int) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL"}}
     env.update(DATABASE_URL=db.app_url, DJANGO_SETTINGS_MODULE="dreamweb.settings", DEBUG="false")
     t0 = time.perf_counter()
-    out = subprocess.run(
-        [sys.executable, "manage.py", "dream", "--team", "bench", "--store", "main", "--max-sessions", str(sample)]
-        + ["--format", "json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    seconds = time.perf_counter() - t0
-    if out.returncode != 0:
-        raise SystemExit(f"dream failed: {out.stderr[-2000:]}")
-    run = json.loads(out.stdout)["run"]
-    return {"seconds": seconds, "read": run["sessions_analysed"], "selected": run["sessions_selected"]}
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "dream", "--team", "bench", "--store", "main"]
+            + ["--max-sessions", str(sample), "--format", "json"],
+            cwd=ROOT,
+            env=env,
+            stdout=out_file,
+            stderr=err_file,
+            stdin=subprocess.DEVNULL,
+        )
+        # wait4: this child's own peak RSS (RUSAGE_CHILDREN would be the maximum over every child so far).
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        out_file.seek(0)
+        err_file.seek(0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"dream failed: {err_file.read()[-2000:].decode(errors='replace')}")
+        run = json.loads(out_file.read())["run"]
+    return {
+        "seconds": seconds,
+        "read": run["sessions_analysed"],
+        "selected": run["sessions_selected"],
+        "rss_mib": usage.ru_maxrss / 1024,
+    }
 
 
 def measure(db, team, store, user, raw_key, sample: int, requests: int) -> dict:
@@ -238,10 +272,13 @@ def measure(db, team, store, user, raw_key, sample: int, requests: int) -> dict:
     out["list_page100_ms"] = median_ms(page(web, "/memory/sessions/", {"page": 100}), requests)
     out["list_agent_ms"] = median_ms(page(web, "/memory/sessions/", {"agent": agent}), requests)
     out["queue_ms"] = median_ms(page(web, "/reviews/"), requests)
+    out["queue100_ms"] = median_ms(page(web, "/reviews/", {"per": 100}), requests)
+    out["ping_ms"] = median_ms(page(api, "/api/v1/ping/"), requests)
     out["context_ms"] = median_ms(
         page(api, "/api/v1/context/", {"store": "main", "agent": "deploy-bot", "task": "release", "query": "deploy"}),
         requests,
     )
+    out["context_wide_ms"] = median_ms(page(api, "/api/v1/context/", {"store": "main", "query": "deploy"}), requests)
     with psycopg.connect(db.owner_url, autocommit=True) as conn:
         conn.execute("SELECT set_config('dreamweb.team_ids', '*', false)")
         count, heap, total, database, pending, evidence = conn.execute(
@@ -260,10 +297,13 @@ ROWS = [
     ("sessions in the store", lambda m: f"{m['count']:,}"),
     ("import of the newest sample (sessions/s, wall)", lambda m: f"{m['import']['rate']:,.0f}"),
     ("import: this process's CPU per session", lambda m: f"{m['import']['cpu_ms']:.2f} ms"),
+    ("raw COPY of the same lines into a bare jsonb table (sessions/s)", lambda m: f"{m['import']['raw']:,.0f}"),
+    ("import / raw COPY (rates)", lambda m: f"{m['import']['rate'] / m['import']['raw']:.2f}"),
     (
         "dream over the newest sample (wall, `manage.py dream`; sessions read)",
         lambda m: f"{m['dream']['seconds']:.1f} s ({m['dream']['read']:,})",
     ),
+    ("dream: peak RSS of the command", lambda m: f"{m['dream']['rss_mib']:.0f} MiB"),
     ("selecting the newest sample (all sessions)", lambda m: f"{m['select_ms']:.0f} ms"),
     (
         "selecting up to a sample of unconsumed sessions, after that dream",
@@ -276,7 +316,10 @@ ROWS = [
         "review queue, first page (pending proposals; their evidence rows)",
         lambda m: f"{m['queue_ms']:.0f} ms ({m['pending']:,}; {m['evidence']:,})",
     ),
-    ("GET /api/v1/context/", lambda m: f"{m['context_ms']:.0f} ms"),
+    ("review queue, 100 cards on one page", lambda m: f"{m['queue100_ms']:.0f} ms"),
+    ("GET /api/v1/ping/ (the trivial endpoint)", lambda m: f"{m['ping_ms']:.1f} ms"),
+    ("GET /api/v1/context/ (agent, task, query)", lambda m: f"{m['context_ms']:.1f} ms"),
+    ("GET /api/v1/context/ store-wide (query only)", lambda m: f"{m['context_wide_ms']:.1f} ms"),
     ("sessions table per session (heap + TOAST + indexes)", lambda m: f"{m['table_bytes'] / 1024:.1f} KiB"),
     ("sessions table heap per session", lambda m: f"{m['heap_bytes']:.0f} B"),
     ("whole database per session", lambda m: f"{m['db_bytes'] / 1024:.1f} KiB"),
@@ -299,14 +342,14 @@ def main() -> None:
         team, store, user, raw_key = seed()
         first = sample_file(args.sample, phase=1, start=datetime(2026, 6, 1, tzinfo=UTC))
         second = sample_file(args.sample, phase=2, start=datetime(2026, 11, 1, tzinfo=UTC))
-        small = {"import": import_sample(team, first, args.sample)}
+        small = {"import": import_sample(db, team, first, args.sample)}
         small.update(measure(db, team, store, user, raw_key, args.sample, args.requests))
         print("at 10k:", json.dumps(small, default=str), flush=True)
         loads.append(os.getloadavg()[0])
         filled = fill(db, first, args.sessions - args.sample, team.pk)
         print(f"fill: {json.dumps(filled)}", flush=True)
         loads.append(os.getloadavg()[0])
-        big = {"import": import_sample(team, second, args.sample)}
+        big = {"import": import_sample(db, team, second, args.sample)}
         big.update(measure(db, team, store, user, raw_key, args.sample, args.requests))
         print("at 1M:", json.dumps(big, default=str), flush=True)
         loads.append(os.getloadavg()[0])
