@@ -41,7 +41,8 @@ VERDICT_LABELS = {
 }
 
 
-@dataclass(frozen=True)
+# Slots: a dream's upkeep holds one per analysed session it reads (up to 20,000), most of them with nothing in them.
+@dataclass(frozen=True, slots=True)
 class SessionSignal:
     """One analysed session as effectiveness sees it: when it ran, who ran it, and which entries' mistakes recurred
     in it (``recurred``) or which entries it showed wrong (``contradicted``), by entry id."""

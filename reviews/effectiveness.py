@@ -17,6 +17,7 @@ again although the lesson was in the context.
 from __future__ import annotations
 
 from collections import defaultdict
+from types import MappingProxyType
 
 from memory import effectiveness as eff
 from memory.effectiveness import Effect, SessionSignal
@@ -49,12 +50,18 @@ def _analyses(store: MemoryStore) -> list[tuple]:
         )
     )
     seen: set[int] = set()
+    names: dict[str, str] = {}
     out = []
     for sid, eid, agent, task, started, ingested, findings in rows.iterator(chunk_size=1000):
         if sid in seen:
             continue
         seen.add(sid)
-        out.append((sid, eid, agent, task, started or ingested, [f for f in findings or () if isinstance(f, dict)]))
+        # Held for every session read (up to MAX_SESSIONS): one string per agent and task name, no list for a
+        # session without findings.
+        found = [f for f in findings or () if isinstance(f, dict)] or ()
+        agent = agent if agent is None else names.setdefault(agent, agent)
+        task = task if task is None else names.setdefault(task, task)
+        out.append((sid, eid, agent, task, started or ingested, found))
         if len(out) >= MAX_SESSIONS:
             break
     return out
@@ -112,14 +119,19 @@ def session_signals(store: MemoryStore, entries: list[MemoryEntry] | None = None
                 at=at,
                 agent=agent or "",
                 task=task,
-                recurred=frozenset(recurred),
-                contradicted=frozenset(contradicted - recurred),
-                words=dict(words),
-                evidence=where,
+                recurred=frozenset(recurred) if recurred else NOTHING,
+                contradicted=frozenset(contradicted - recurred) if contradicted - recurred else NOTHING,
+                words=dict(words) if words else NO_ENTRIES,
+                evidence=where or NO_ENTRIES,
                 session_id=sid,
             )
         )
     return signals
+
+
+# Shared by the signals of the sessions in which nothing recurred (most of them); read-only.
+NOTHING: frozenset = frozenset()
+NO_ENTRIES = MappingProxyType({})
 
 
 def store_effects(store: MemoryStore, entries=None) -> list[Effect]:

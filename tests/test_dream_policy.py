@@ -66,12 +66,14 @@ def _draft(name, sessions, *, operation="add", risk="low", reasons=(), confidenc
 @pytest.fixture
 def crafted(world, monkeypatch):
     """Sessions plus an aggregation that proposes one change of each kind of risk."""
-    for i in range(3):
-        SessionFactory(team=world.team, external_id=f"s{i}")
+    made = [SessionFactory(team=world.team, external_id=f"s{i}") for i in range(3)]
     human = make_entry(world.store, key="style", content="Use tabs.")
     stale = make_entry(world.store, key="old-fact", content="The API lives at v1.")
 
-    def fake_aggregate(sessions, **kwargs):
+    def fake_aggregate(found, **kwargs):
+        # The run's three sessions as evidence: finalize passes the aggregation only the sessions with findings
+        # (none here: these sessions hold nothing a rule finds).
+        sessions = [SimpleNamespace(session_id=s.pk, external_id=s.external_id) for s in made]
         return AggregateResult(
             proposals=[
                 _draft("low", sessions),

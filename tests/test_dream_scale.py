@@ -175,11 +175,14 @@ def test_the_findings_finalize_keeps_share_their_names_and_sessions_without_find
         for sid in ids[:2]:
             SessionAnalysis.objects.filter(run=run, session_id=sid).update(findings=[finding])
         sessions = finalizing._session_findings(run)
-    first, second, empty = sessions
+    # The session without findings is no object, only counted: among the analysed sessions and in the baseline of
+    # the aggregation's agent and task scoping.
+    first, second = sessions.found
+    assert sessions.analysed == 3
+    assert {agent: dict(tasks) for agent, tasks in sessions.agent_tasks.items()} == {first.agent: {first.task: 3}}
     assert first.findings == second.findings == [finding]  # the same content, read back
     for a, b in zip(first.findings[0], second.findings[0], strict=True):
         assert a is b  # one string per key name, not one per decoded row
     assert first.findings[0]["kind"] is second.findings[0]["kind"]
-    assert first.agent is second.agent is empty.agent
-    assert empty.findings == ()
-    assert not hasattr(empty, "__dict__")  # slots: no dictionary per session
+    assert first.agent is second.agent
+    assert not hasattr(first, "__dict__")  # slots: no dictionary per session

@@ -756,7 +756,11 @@ def aggregate(
     min_share: float = 0.0,
     store_kind: str = "project",
     allowed_hosts=(),
+    agent_tasks: dict | None = None,
 ) -> AggregateResult:
+    """Drafts from the analysed sessions' findings. ``sessions``: every analysed session, or, with ``agent_tasks``
+    (agent → Counter(task → analysed sessions), counted over every analysed session), only those with findings: a
+    session without findings is then no object at all, only its count (finalize of a 100,000-session cycle)."""
     # Grouping allocates many small objects and creates no reference cycles: the cyclic collector would only rescan
     # the growing heap again and again (about 40 % of the time at 100k findings), so it is paused meanwhile.
     paused = gc.isenabled()
@@ -771,6 +775,7 @@ def aggregate(
             min_share=min_share,
             store_kind=store_kind,
             allowed_hosts=allowed_hosts,
+            agent_tasks=agent_tasks,
         )
     finally:
         if paused:
@@ -778,14 +783,15 @@ def aggregate(
 
 
 def _aggregate(
-    sessions, *, sessions_analysed, memory, skills, min_sessions, min_share, store_kind, allowed_hosts
+    sessions, *, sessions_analysed, memory, skills, min_sessions, min_share, store_kind, allowed_hosts, agent_tasks
 ) -> AggregateResult:
     n = max(int(sessions_analysed or 0), len(sessions), 1)
     result = AggregateResult()
     index = MemoryIndex(memory, skills)
-    agent_tasks: dict[str, Counter] = defaultdict(Counter)
-    for sf in sessions:
-        agent_tasks[sf.agent][sf.task] += 1
+    if agent_tasks is None:
+        agent_tasks = defaultdict(Counter)
+        for sf in sessions:
+            agent_tasks[sf.agent][sf.task] += 1
 
     clusters = []
     for buckets in group(sessions):

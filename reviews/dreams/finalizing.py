@@ -15,6 +15,7 @@ whatever the policy, but kept with their evidence for the record.
 from __future__ import annotations
 
 import logging
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -67,11 +68,21 @@ NO_MODEL = "no language model is configured (DREAMWEB_LLM_MODEL, and OPENAI_API_
 WAITING = (ProposalStatus.PENDING, ProposalStatus.APPLYING, ProposalStatus.QUARANTINED)
 
 
-def _session_findings(run: DreamRun) -> list:
-    """The run's analysed sessions as the aggregation reads them, one SessionFindings each. Its size is what finalize
-    holds per session of the run, so the rows are streamed (not cached by the queryset beside the objects), a
-    session without findings shares one empty tuple, and the agent, task and source names, repeated across
-    sessions, are one string each."""
+@dataclass
+class _RunSessions:
+    """The run's analysed sessions as finalize holds them. Only a session with findings is an object (the
+    aggregation's items and evidence point at it); every other one is only counted, in ``analysed`` and in the
+    (agent, task) baseline of the aggregation's scoping, so finalize's memory follows the run's findings, not its
+    sessions (about a third of a cycle's sessions have a finding)."""
+
+    found: list  # SessionFindings of the sessions with findings, in the analyses' order
+    analysed: int  # every analysed session of the run
+    agent_tasks: dict  # agent → Counter(task → analysed sessions)
+
+
+def _session_findings(run: DreamRun) -> _RunSessions:
+    """The run's analysed sessions as the aggregation reads them. The rows are streamed (not cached by the queryset
+    beside the objects), and the agent, task and source names, repeated across sessions, are one string each."""
     rows = (
         SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE)
         .order_by("id")
@@ -81,19 +92,18 @@ def _session_findings(run: DreamRun) -> list:
     )
     names: dict[str, str] = {}
     out = []
+    analysed = 0
+    agent_tasks: dict[str, Counter] = defaultdict(Counter)
     for sid, eid, agent, task, findings, source in rows.iterator(chunk_size=2000):
+        analysed += 1
+        agent = names.setdefault(agent, agent)
+        task = task if task is None else names.setdefault(task, task)
+        agent_tasks[agent][task] += 1
         found = [_shared_keys(f, names) for f in evidence_findings(findings)] if findings else ()
-        out.append(
-            SessionFindings(
-                sid,
-                eid,
-                names.setdefault(agent, agent),
-                task if task is None else names.setdefault(task, task),
-                found or (),
-                source=names.setdefault(source or "", source or ""),
-            )
-        )
-    return out
+        if not found:
+            continue
+        out.append(SessionFindings(sid, eid, agent, task, found, source=names.setdefault(source or "", source or "")))
+    return _RunSessions(out, analysed, agent_tasks)
 
 
 # Strings up to this length are shared between findings (names, kinds, trust levels, tools, short commands).
@@ -342,14 +352,15 @@ def _fail_unanalysed(run: DreamRun) -> None:
     )
 
 
-def _aggregate(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> tuple[AggregateResult, str, dict]:
+def _aggregate(run: DreamRun, sessions: _RunSessions, policy: AutonomyPolicy) -> tuple[AggregateResult, str, dict]:
     """The run's drafts (memory and skills) against the store's memory and the team's skills, the hash of the
     memory it aggregated against, and what the optional consolidation step did."""
     memory = snapshot(run.store)
     skills = skill_snapshots(run.team_id)
     result = aggregate_mod.aggregate(
-        sessions,
-        sessions_analysed=len(sessions),
+        sessions.found,
+        sessions_analysed=sessions.analysed,
+        agent_tasks=sessions.agent_tasks,
         memory=memory,
         skills=skills,
         min_sessions=policy.min_sessions,
@@ -358,8 +369,8 @@ def _aggregate(run: DreamRun, sessions: list, policy: AutonomyPolicy) -> tuple[A
         allowed_hosts=list(run.team.allowed_hosts or []),
     )
     consolidation = _consolidate(run, policy, memory, result)
-    result.proposals += skill_proposals(run, sessions, policy, skills)
-    result.proposals += upkeep_proposals(run, policy, sessions_analysed=len(sessions))
+    result.proposals += skill_proposals(run, sessions.found, policy, skills, analysed=sessions.analysed)
+    result.proposals += upkeep_proposals(run, policy, sessions_analysed=sessions.analysed)
     result.proposals += expiry_drafts(run.store)  # expired entries: remove or renew
     memory_hash = snapshot_hash((m["key"], m["scope_agent"], m["scope_task"], m["content_hash"]) for m in memory)
     return result, memory_hash, consolidation
@@ -441,7 +452,7 @@ def _finalize(run_id: int, team_id: int) -> dict:
         sessions = _session_findings(run)
         result, memory_hash, consolidation = _aggregate(run, sessions, policy)
         screened = _screen(run.store, list(result.proposals))
-        analyses = _analyses(run, done=len(sessions))
+        analyses = _analyses(run, done=sessions.analysed)
         if consolidation:  # the step's tokens are the run's too (its cost, its budget's report)
             analyses.tokens_input += consolidation["tokens"]["input"]
             analyses.tokens_output += consolidation["tokens"]["output"]

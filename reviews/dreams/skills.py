@@ -14,24 +14,27 @@ from django.db.models import F
 
 from memory.models import AgentSession
 
-from ..analysis.findings import ProposalDraft, count_sources
+from ..analysis.findings import ProposalDraft, SessionFindings, count_sources
 from ..analysis.procedures import recurring_procedures
 from ..analysis.risk import assess, redact_draft
 from ..analysis.skills import group_findings, skill_drafts
-from ..models import AutonomyPolicy, DreamRun
+from ..models import AnalysisStatus, AutonomyPolicy, DreamRun
 
 
 def skill_proposals(
-    run: DreamRun, sessions: Sequence, policy: AutonomyPolicy, skills: Sequence[dict]
+    run: DreamRun, sessions: Sequence, policy: AutonomyPolicy, skills: Sequence[dict], *, analysed: int | None = None
 ) -> list[ProposalDraft]:
     """Skill drafts for one run (call inside its team scope). ``sessions``: the run's SessionFindings (session_id
-    is the pk), every analysed session; ``skills``: the team's published skills (skill_snapshots)."""
-    analysed = len(sessions)
+    is the pk), every analysed session, or with ``analysed`` (how many the run analysed) only those with findings;
+    the procedures are read from every session the run analysed either way. ``skills``: the team's published
+    skills (skill_snapshots)."""
+    if analysed is None:
+        analysed = len(sessions)
     groups = group_findings(sessions)
-    ids = [s.session_id for s in sessions]
-    # Streamed in chunks; recurring_procedures keeps only each session's successful steps, not its events.
+    # Streamed in chunks, by a join on the run's analyses (not a list of its 100,000 ids); recurring_procedures
+    # keeps only each session's successful steps, not its events.
     rows = (
-        AgentSession.objects.filter(team_id=run.team_id, pk__in=ids)
+        AgentSession.objects.filter(team_id=run.team_id, analyses__run=run, analyses__status=AnalysisStatus.DONE)
         .order_by("pk")
         .values("events", "outcome", "agent", "task", "external_id", session_id=F("pk"))
         .iterator(chunk_size=100)
@@ -50,10 +53,26 @@ def skill_proposals(
         min_share=policy.min_share,
     ):
         draft = ProposalDraft(**fields)
-        supporting = {e.get("session_id") for e in draft.evidence} & by_id.keys()
-        draft.prevalence_sources, draft.prevalence_agents = count_sources(by_id[i] for i in supporting)
+        supporting = {e.get("session_id") for e in draft.evidence}
+        draft.prevalence_sources, draft.prevalence_agents = count_sources(_supporting(run, supporting, by_id))
         allowed = list(run.team.allowed_hosts or [])
         draft.risk, draft.risk_reasons = assess(draft, store_kind=run.store.kind, allowed_hosts=allowed)
         redact_draft(draft)
         drafts.append(draft)
     return drafts
+
+
+def _supporting(run: DreamRun, ids: set, by_id: dict) -> list:
+    """The run's analysed sessions among ``ids``: those with findings as given, the others (a procedure's sessions
+    need no finding) read back as their agent and source only, a chunk of ids at a time."""
+    found = [by_id[i] for i in ids if i in by_id]
+    rest = sorted(i for i in ids if i not in by_id and isinstance(i, int))
+    for start in range(0, len(rest), 2000):
+        rows = AgentSession.objects.filter(
+            team_id=run.team_id,
+            pk__in=rest[start : start + 2000],
+            analyses__run=run,
+            analyses__status=AnalysisStatus.DONE,
+        ).values_list("pk", "external_id", "agent", "source")
+        found += [SessionFindings(pk, eid, agent, None, (), source=source or "") for pk, eid, agent, source in rows]
+    return found
