@@ -11,11 +11,14 @@ reported and counted as rejected, never replaced and never "unchanged".
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import queue
 import threading
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -135,8 +138,10 @@ class Importer:
         on_progress: Callable[[ImportStats], None] | None = None,
         key=None,
         overlap: bool = True,
+        workers: int | None = None,
     ):
         self.team, self.key, self.batch_size = team, key, batch_size
+        self.workers = workers  # processes converting a folder's files (feed_path); None: pool_size(), 1: none
         # Without a key, this run is the source of what it imports: one source for the whole run, whatever the
         # sessions say of themselves (AgentSession.source).
         self.source = source_of(key) if key is not None else f"{SOURCE_IMPORT}{uuid.uuid4().hex[:16]}"
@@ -197,42 +202,93 @@ class Importer:
         if len(self.pending) >= self.batch_size or self.pending_bytes >= BATCH_BYTES:
             self.flush()
 
+    def apply(self, outcome: Outcome) -> None:
+        """Count and report one outcome of a file (file_outcomes), or queue its session for storing."""
+        kind, where, payload = outcome
+        if kind == SESSION:
+            self.stats.lines += 1
+            self.add(where, payload)
+        elif kind == REJECTED:
+            self.stats.lines += 1
+            self.reject(where, payload)
+        elif kind == NOTICE:
+            if self.on_notice is not None:
+                self.on_notice(where, payload)
+        elif kind == FOUND:
+            self.stats.formats[payload] += 1
+        else:  # UNREADABLE: a file that could not be opened is no line read
+            self.reject(where, payload)
+
     def feed(
         self, stream: BinaryIO, *, format: str = AUTO, options: Options | None = None, name: str = "", prefix: str = ""
     ) -> None:
         """Import one file's sessions. ``prefix`` starts every message (the file's name in a folder import)."""
         self.stats.files += 1
-        try:
-            found, items = importers.read(Source(stream, name), format, options)
-        except UnknownFormat as exc:
-            self.stats.lines += 1
-            self.reject(name or "input", str(exc))
-            return
-        self.stats.formats[found.name] += 1
-        for item in items:
-            where = f"{prefix}{item.where}"
-            if item.notice is not None:
-                if self.on_notice is not None:
-                    self.on_notice(where, item.notice)
-                continue
-            self.stats.lines += 1
-            clean = validated(item, found.name)
-            if isinstance(clean, str):
-                self.reject(where, clean)
-            else:
-                self.add(where, clean)
+        for outcome in outcomes(stream, format, options, name, prefix):
+            self.apply(outcome)
 
     def feed_path(self, path: Path, *, format: str = AUTO, options: Options | None = None) -> None:
-        """Import a file, or every *.jsonl / *.json file under a directory (recursively, in name order)."""
-        for file, label in files_of(path):
-            try:
-                stream = open(file, "rb")  # noqa: SIM115 - closed below
-            except OSError as exc:
-                self.stats.files += 1
-                self.reject(str(file), f"cannot read: {exc.strerror}")
-                continue
-            with stream:
-                self.feed(stream, format=format, options=options, name=str(file), prefix=label)
+        """Import a file, or every *.jsonl / *.json file under a directory (recursively, in name order).
+
+        A folder of enough files is converted by a pool of worker processes (see convert_in_pool), one file a
+        task, and imported in the folder's order as if read here."""
+        files = list(files_of(path))
+        workers = self.workers if self.workers is not None else pool_size()
+        if workers > 1 and len(files) >= POOL_MIN_FILES and "fork" in multiprocessing.get_all_start_methods():
+            for outcome in convert_in_pool(files, format, options, workers):
+                if outcome[0] == OPENED:
+                    self.stats.files += 1
+                else:
+                    self.apply(outcome)
+            return
+        for file, label in files:
+            self.stats.files += 1
+            for outcome in file_outcomes(file, label, format, options):
+                self.apply(outcome)
+
+
+# What reading a file gives, in its order: (kind, where, payload). The same whether a file is read in this process or
+# by a pool's worker (whose outcomes come back pickled), so that both count and report alike (Importer.apply).
+Outcome = tuple[str, str, object]
+OPENED = "opened"  # a file of a folder begins (pooled outcomes only: Importer.feed_path counts it)
+FOUND = "found"  # payload: the format recognised or named
+NOTICE = "notice"  # payload: a remark on a part skipped (not a rejection)
+REJECTED = "rejected"  # payload: why this line or session was rejected
+SESSION = "session"  # payload: a CleanSession to store
+UNREADABLE = "unreadable"  # payload: why the file could not be opened
+
+
+def outcomes(
+    stream: BinaryIO, format: str = AUTO, options: Options | None = None, name: str = "", prefix: str = ""
+) -> Iterator[Outcome]:
+    """One file's outcomes: its format, then each session validated, each rejected part and each notice, as read
+    (lazily: a long file is never held whole)."""
+    try:
+        found, items = importers.read(Source(stream, name), format, options)
+    except UnknownFormat as exc:
+        yield REJECTED, name or "input", str(exc)
+        return
+    yield FOUND, "", found.name
+    for item in items:
+        where = f"{prefix}{item.where}"
+        if item.notice is not None:
+            yield NOTICE, where, item.notice
+            continue
+        clean = validated(item, found.name)
+        if isinstance(clean, str):
+            yield REJECTED, where, clean
+        else:
+            yield SESSION, where, clean
+
+
+def file_outcomes(file: Path, label: str, format: str = AUTO, options: Options | None = None) -> Iterator[Outcome]:
+    try:
+        stream = open(file, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        yield UNREADABLE, str(file), f"cannot read: {exc.strerror}"
+        return
+    with stream:
+        yield from outcomes(stream, format, options, name=str(file), prefix=label)
 
 
 def validated(item: Parsed, format_name: str) -> CleanSession | str:
@@ -296,3 +352,68 @@ def import_sessions(
     with run:
         run.feed(stream, format=format, options=options, name=name)
     return run.stats
+
+
+# A folder of agent files (Claude Code, Codex...) costs a millisecond or more of Python per file to convert, several
+# times what storing the session costs the database: on one core the import runs far below the database's own rate.
+# Files are independent, so worker processes convert them (the GIL keeps threads from it) while this process stores.
+POOL_MIN_FILES = 16  # fewer files do not pay for starting the workers
+POOL_FILE_BYTES = 8 * 1024 * 1024  # a larger file is read here, streamed: a worker holds a file's outcomes whole
+POOL_BYTES = 32 * 1024 * 1024  # bytes of files in flight, and so their outcomes in memory, at most
+
+
+def pool_size() -> int:
+    """The workers for a folder: one per core this process may run on (at most 4: storing needs cores too)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return min(cores, 4)
+
+
+def _converted(file: Path, label: str, format: str, options: Options | None) -> list[Outcome]:
+    """A worker's task: one file's outcomes, whole (pickled back to the importer)."""
+    return list(file_outcomes(file, label, format, options))
+
+
+def convert_in_pool(
+    files: list[tuple[Path, str]], format: str, options: Options | None, workers: int
+) -> Iterator[Outcome]:
+    """The outcomes of every file, OPENED before each file's, in the files' order, converted by ``workers`` processes.
+
+    Bounded: at most 2 files a worker, and POOL_BYTES of them, are in flight, so memory stays flat however many files
+    the folder holds; a file over POOL_FILE_BYTES is read in this process, streamed, in its turn. A worker's error is
+    raised here at that file's turn (after the outcomes of every earlier file), and the files not yet read are
+    dropped. The workers are forked (Django and the importers already loaded): they read files and never touch the
+    database, and a forked psycopg connection is never closed by a child (psycopg checks the process id)."""
+    window = 2 * workers
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    flight: deque[tuple[Future, int]] = deque()
+    flight_bytes = 0
+    try:
+        for file, label in files:
+            try:
+                size = file.stat().st_size
+            except OSError:
+                size = 0  # file_outcomes reports it as unreadable
+            if size > POOL_FILE_BYTES:
+                while flight:
+                    future, done = flight.popleft()
+                    flight_bytes -= done
+                    yield OPENED, "", None
+                    yield from future.result()
+                yield OPENED, "", None
+                yield from file_outcomes(file, label, format, options)
+                continue
+            while flight and (len(flight) >= window or flight_bytes + size > POOL_BYTES):
+                future, done = flight.popleft()
+                flight_bytes -= done
+                yield OPENED, "", None
+                yield from future.result()
+            flight.append((pool.submit(_converted, file, label, format, options), size))
+            flight_bytes += size
+        while flight:
+            yield OPENED, "", None
+            yield from flight.popleft()[0].result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,166 @@
+"""A folder's files converted by worker processes (memory.importing.convert_in_pool): the same outcomes, in the same
+order, and the same rows as a serial import; a worker's error reaches the caller with nothing half-written; files in
+flight are bounded; the writer thread still stores in the team's scope."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from dreamweb import rls
+from memory import importing
+from memory.models import AgentSession
+from tests.conftest import is_postgres
+from tests.factories import TeamFactory
+from tests.scoping import no_scope
+
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
+
+
+def canonical(eid: str, **over) -> str:
+    doc = {"external_id": eid, "agent": "bot", "events": [{"type": "message", "role": "user", "content": eid}]}
+    doc.update(over)
+    return json.dumps(doc) + "\n"
+
+
+def claude_code(sid: str, text: str) -> str:
+    base = {"sessionId": sid, "cwd": "/repo", "timestamp": "2026-11-01T10:00:00Z"}
+    lines = [
+        {**base, "type": "user", "uuid": f"{sid}-1", "message": {"role": "user", "content": text}},
+        {
+            **base,
+            "type": "assistant",
+            "uuid": f"{sid}-2",
+            "message": {
+                "id": "m1",
+                "model": "claude-x",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "ok"}],
+            },
+        },
+    ]
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def folder(tmp_path, count: int = 30):
+    """Claude Code and canonical files, with a file in no known format, a rejected line, a conflict within the
+    folder and a skipped (noted) line among them."""
+    for i in range(count):
+        (tmp_path / f"cc-{i:03}.jsonl").write_text(claude_code(f"sid-{i}", f"task {i}"))
+    (tmp_path / "cc-005.jsonl").write_text(claude_code("sid-5", "task 5") + "{broken\n")  # a notice
+    (tmp_path / "m-a.jsonl").write_text(canonical("a1") + canonical("a2") + '{"agent": "x"}\n')
+    (tmp_path / "m-b.jsonl").write_text("".join(json.dumps({"note": i}) + "\n" for i in range(3)))
+    (tmp_path / "m-c.jsonl").write_text(canonical("a1", task="other"))  # a conflict with m-a.jsonl's a1
+    return tmp_path
+
+
+def run(team, path, **kwargs):
+    said = []
+    with no_scope():
+        run = importing.Importer(
+            team,
+            on_reject=lambda where, msg: said.append(("reject", where, msg)),
+            on_notice=lambda where, msg: said.append(("notice", where, msg)),
+            **kwargs,
+        )
+        with run:
+            run.feed_path(path)
+    return run.stats, said
+
+
+def rows(team) -> list[tuple]:
+    with rls.team_scope(team):
+        found = AgentSession.objects.filter(team=team).order_by("external_id")
+        return [(s.external_id, s.events, s.metadata, s.outcome, s.task, s.started_at) for s in found]
+
+
+def test_a_pooled_folder_reports_counts_and_stores_what_a_serial_import_does(tmp_path):
+    path = folder(tmp_path)
+    serial_team, pooled_team = TeamFactory(), TeamFactory()
+    serial = run(serial_team, path, workers=1, batch_size=7)
+    pooled = run(pooled_team, path, workers=2, batch_size=7)
+    assert pooled == serial
+    stats, said = pooled
+    assert (stats.files, stats.imported, stats.rejected) == (33, 32, 3)
+    assert [kind for kind, _, _ in said] == ["notice", "reject", "reject", "reject"]
+    assert said[0][1] == "cc-005.jsonl: line 3" and said[3][1] == "m-c.jsonl: line 1"
+    assert rows(pooled_team) == rows(serial_team) and len(rows(pooled_team)) == 32
+
+
+def test_a_file_over_the_pool_limit_is_read_here_in_its_turn(tmp_path, monkeypatch):
+    path = folder(tmp_path, count=20)
+    (path / "cc-010.jsonl").write_text(claude_code("sid-10", "x" * 5000))
+    monkeypatch.setattr(importing, "POOL_FILE_BYTES", 4000)
+    seen = []
+    real = importing.file_outcomes
+
+    def spy(file, *args):
+        seen.append((file.name, threading.current_thread().name))
+        return real(file, *args)
+
+    monkeypatch.setattr(importing, "file_outcomes", spy)  # called here only for the large file (workers: _converted)
+    serial = run(TeamFactory(), path, workers=1)
+    seen.clear()
+    assert run(TeamFactory(), path, workers=2) == serial
+    assert seen == [("cc-010.jsonl", "MainThread")]
+
+
+def test_an_error_in_a_worker_reaches_the_caller_after_every_earlier_file_and_stores_nothing_after(
+    tmp_path, monkeypatch
+):
+    path = folder(tmp_path, count=24)
+    real = importing.validated
+
+    def broken(item, format_name):
+        if item.doc is not None and item.doc["external_id"] == "sid-12":
+            raise RuntimeError("converter bug")
+        return real(item, format_name)
+
+    monkeypatch.setattr(importing, "validated", broken)  # the workers are forked: they run this too
+    team = TeamFactory()
+    with pytest.raises(RuntimeError, match="converter bug"):
+        run(team, path, workers=2, batch_size=1)
+    assert {eid for eid, *_ in rows(team)} == {f"sid-{i}" for i in range(12)}  # cc-000 to cc-011
+
+
+def test_files_in_flight_are_bounded(tmp_path, monkeypatch):
+    path = folder(tmp_path, count=40)
+    submitted = []
+
+    class Counting(importing.ProcessPoolExecutor):
+        def submit(self, *args, **kwargs):
+            submitted.append(args[1].name)
+            return super().submit(*args, **kwargs)
+
+    monkeypatch.setattr(importing, "ProcessPoolExecutor", Counting)
+    outcomes = importing.convert_in_pool(list(importing.files_of(path)), "auto", None, workers=2)
+    assert next(outcomes)[0] == importing.OPENED
+    assert len(submitted) == 4  # two files a worker
+    rest = list(outcomes)
+    assert len(submitted) == 43 and sum(1 for kind, _, _ in rest if kind == importing.OPENED) == 42
+
+
+@pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature")
+@pytest.mark.django_db(transaction=True)
+def test_the_writer_thread_stores_a_pooled_folder_in_the_team_scope(tmp_path, monkeypatch):
+    path = folder(tmp_path)
+    team, other = TeamFactory(), TeamFactory()
+    stored_by = []
+    real_store = importing._store
+
+    def spy(*args, **kwargs):
+        stored_by.append(threading.current_thread().name)
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(importing, "_store", spy)
+    stats, _ = run(team, path, workers=2, batch_size=10)
+    assert stats.imported == 32 and set(stored_by) == {"import-sessions-writer"}
+    assert len(rows(team)) == 32
+    with no_scope():
+        assert AgentSession.objects.count() == 0  # invisible outside a scope
+        with rls.team_scope(other):
+            assert AgentSession.objects.count() == 0  # and from another team's
+        with rls.team_scope(team):
+            assert AgentSession.objects.count() == 32
