@@ -11,6 +11,8 @@ reported and counted as rejected, never replaced and never "unchanged".
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import multiprocessing
 import os
 import queue
@@ -63,6 +65,26 @@ class ImportStats:
 
     def summary(self) -> str:
         return f"imported {self.imported}, unchanged {self.unchanged}, rejected {self.rejected}"
+
+
+@contextlib.contextmanager
+def fewer_collections() -> Iterator[None]:
+    """For a process of its own (the import command): the cyclic garbage collector's passes made rarer and cheaper.
+
+    An import allocates a dictionary per event and keeps batches alive long enough for them to reach the older
+    generations, so the collector's passes ran often and each walked every object of Django as well: a third of the
+    CPU of parsing and validating a canonical line (measured: 97-117 us a line, 67 with collection off). Nothing an
+    import builds is cyclic (JSON trees are freed by reference counting), so the objects present at the start are
+    frozen (never walked again; forked workers share their pages unwritten) and a pass waits for 10,000 allocations
+    instead of 700. Undone on the way out."""
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def conflict_message(external_id: str) -> str:

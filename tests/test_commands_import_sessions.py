@@ -1,5 +1,6 @@
 """import_sessions: idempotent on external_id, line-numbered rejections, stdin, progress only on a terminal."""
 
+import gc
 import io
 import json
 import subprocess
@@ -215,3 +216,21 @@ def test_a_failure_in_the_writer_thread_stops_the_import_and_reaches_the_caller(
         importing.import_sessions(io.BytesIO(_lines(50).encode()), team, batch_size=10)
     assert len(calls) == 1  # later batches are not attempted
     assert not any(t.name == "import-sessions-writer" for t in threading.enumerate())
+
+
+def test_the_command_collects_garbage_less_often_while_it_imports_and_puts_the_collector_back(tmp_path, monkeypatch):
+    TeamFactory(slug="acme")
+    seen = []
+    real_store = importing._store
+
+    def spy(*args, **kwargs):
+        seen.append((gc.get_threshold(), gc.get_freeze_count() > 0))
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(importing, "_store", spy)
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    path = tmp_path / "s.jsonl"
+    path.write_text(_lines(3))
+    assert run_import(path)[:2] == (0, "imported 3, unchanged 0, rejected 0\n")
+    assert seen == [((10_000, 10, 10), True)]
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before

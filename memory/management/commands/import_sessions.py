@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from dreamweb.cli import get_team
 from memory.importers import AUTO, CHOICES, Options
-from memory.importing import DEFAULT_BATCH, Importer, ImportStats, files_of
+from memory.importing import DEFAULT_BATCH, Importer, ImportStats, fewer_collections, files_of
 
 
 class Command(BaseCommand):
@@ -72,7 +72,7 @@ class Command(BaseCommand):
 
         run = Importer(team, batch_size=batch_size, on_reject=on_reject, on_notice=on_notice, on_progress=on_progress)
         opts = Options(agent=agent, task=task)
-        with run:
+        with fewer_collections(), run:
             if path == "-":
                 run.feed(sys.stdin.buffer, format=format, options=opts, name="standard input")
             else:
