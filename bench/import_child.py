@@ -45,8 +45,8 @@ def run(times_file: str, argv: list[str]) -> None:
     finally:
         # The CPU of the worker processes that converted a folder's files (memory.importing.convert_in_pool) counts
         # too: they are the command's, ended and waited for by its end.
-        cpu = time.process_time() - cpu + _children_cpu() - children
-        times = {"wall": time.perf_counter() - wall, "cpu": cpu}
+        workers = _children_cpu() - children
+        times = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu + workers, "workers_cpu": workers}
         Path(times_file).write_text(json.dumps(times))
 
 

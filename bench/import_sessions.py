@@ -276,6 +276,7 @@ def measure(backend, path: Path, count: int) -> dict:
     # The command's own time and CPU, from inside the process once Django was ready: start-up excluded by
     # measurement, not by subtracting another process's (which a loaded machine makes meaningless).
     run["own_wall"], run["client_cpu"] = own["wall"], own["cpu"]
+    run["workers_cpu"] = own.get("workers_cpu", 0.0)  # of client_cpu: the processes converting a folder's files
     run["startup_wall"], run["startup_cpu"] = seconds - own["wall"], run["cpu"] - own["cpu"]
     if "raw" in run:
         run["ratio"] = (count / own["wall"]) / run["raw"]
@@ -359,7 +360,8 @@ def main() -> None:
                                 f"; raw COPY {run['raw']:,.0f} sessions/s ({run['raw_cpu']:.2f} s server CPU); "
                                 f"import/COPY: wall {run['ratio']:.2f} (the command's own {run['own_wall']:.1f} s), "
                                 f"CPU {run['cpu_ratio']:.2f} in total, {run['overlap_ratio']:.2f} overlapped (import "
-                                f"{run['client_cpu']:.2f} s past start-up + server {run['server_cpu']:.2f} s)"
+                                f"{run['client_cpu']:.2f} s past start-up, {run['workers_cpu']:.2f} s in workers, "
+                                f"+ server {run['server_cpu']:.2f} s)"
                             )
                         print(
                             f"  {backend.name}, {LABELS[name]}, run {i + 1}: {run['rate']:,.0f} sessions/s, "

@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import queue
 import threading
+import traceback
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
@@ -278,6 +279,7 @@ NOTICE = "notice"  # payload: a remark on a part skipped (not a rejection)
 REJECTED = "rejected"  # payload: why this line or session was rejected
 SESSION = "session"  # payload: a CleanSession to store
 UNREADABLE = "unreadable"  # payload: why the file could not be opened
+FAILED = "failed"  # payload: the exception that stopped a pool's worker (convert_in_pool raises it in its turn)
 
 
 def outcomes(
@@ -381,6 +383,10 @@ def import_sessions(
 # Files are independent, so worker processes convert them (the GIL keeps threads from it) while this process stores.
 POOL_MIN_FILES = 16  # fewer files do not pay for starting the workers
 POOL_FILE_BYTES = 8 * 1024 * 1024  # a larger file is read here, streamed: a worker holds a file's outcomes whole
+# A task is a run of files in the folder's order, up to this many or these bytes: a task costs a few hundred
+# microseconds of the pool's own work (pickling, pipes, its threads), more than a small file's conversion saves.
+TASK_FILES = 16
+TASK_BYTES = 2 * 1024 * 1024
 POOL_BYTES = 32 * 1024 * 1024  # bytes of files in flight, and so their outcomes in memory, at most
 
 
@@ -393,9 +399,20 @@ def pool_size() -> int:
     return min(cores, 4)
 
 
-def _converted(file: Path, label: str, format: str, options: Options | None) -> list[Outcome]:
-    """A worker's task: one file's outcomes, whole (pickled back to the importer)."""
-    return list(file_outcomes(file, label, format, options))
+def _converted(files: list[tuple[Path, str]], format: str, options: Options | None) -> list[Outcome]:
+    """A worker's task: the outcomes of a run of files, OPENED before each file's, whole (pickled back). An error
+    ends the task with a FAILED outcome after the outcomes before it, as a serial import would have applied them."""
+    out: list[Outcome] = []
+    for file, label in files:
+        out.append((OPENED, "", None))
+        try:
+            for outcome in file_outcomes(file, label, format, options):
+                out.append(outcome)
+        except Exception as exc:
+            exc.add_note(f"in a worker converting {file}:\n{traceback.format_exc()}")
+            out.append((FAILED, str(file), exc))
+            break
+    return out
 
 
 def convert_in_pool(
@@ -403,15 +420,35 @@ def convert_in_pool(
 ) -> Iterator[Outcome]:
     """The outcomes of every file, OPENED before each file's, in the files' order, converted by ``workers`` processes.
 
-    Bounded: at most 2 files a worker, and POOL_BYTES of them, are in flight, so memory stays flat however many files
-    the folder holds; a file over POOL_FILE_BYTES is read in this process, streamed, in its turn. A worker's error is
-    raised here at that file's turn (after the outcomes of every earlier file), and the files not yet read are
-    dropped. The workers are forked (Django and the importers already loaded): they read files and never touch the
-    database, and a forked psycopg connection is never closed by a child (psycopg checks the process id)."""
+    Bounded: at most 2 tasks a worker (a task: up to TASK_FILES files, TASK_BYTES), and POOL_BYTES of files, are in
+    flight, so memory stays flat however many files the folder holds; a file over POOL_FILE_BYTES is read in this
+    process, streamed, in its turn. A worker's error is raised here in its file's turn, after the outcomes of every
+    earlier file (and of that file's parts read before it), and the files not yet read are dropped. The workers are
+    forked (Django and the importers already loaded, the collector's frozen objects shared): they read files and
+    never touch the database, and a forked psycopg connection is never closed by a child (psycopg checks the process
+    id)."""
     window = 2 * workers
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
     flight: deque[tuple[Future, int]] = deque()
     flight_bytes = 0
+    task: list[tuple[Path, str]] = []
+    task_bytes = 0
+
+    def submit() -> None:
+        nonlocal task, task_bytes, flight_bytes
+        flight.append((pool.submit(_converted, task, format, options), task_bytes))
+        flight_bytes += task_bytes
+        task, task_bytes = [], 0
+
+    def oldest() -> Iterator[Outcome]:
+        nonlocal flight_bytes
+        future, size = flight.popleft()
+        flight_bytes -= size
+        for outcome in future.result():
+            if outcome[0] == FAILED:
+                raise outcome[2]
+            yield outcome
+
     try:
         for file, label in files:
             try:
@@ -419,23 +456,24 @@ def convert_in_pool(
             except OSError:
                 size = 0  # file_outcomes reports it as unreadable
             if size > POOL_FILE_BYTES:
+                if task:
+                    submit()
                 while flight:
-                    future, done = flight.popleft()
-                    flight_bytes -= done
-                    yield OPENED, "", None
-                    yield from future.result()
+                    yield from oldest()
                 yield OPENED, "", None
                 yield from file_outcomes(file, label, format, options)
                 continue
-            while flight and (len(flight) >= window or flight_bytes + size > POOL_BYTES):
-                future, done = flight.popleft()
-                flight_bytes -= done
-                yield OPENED, "", None
-                yield from future.result()
-            flight.append((pool.submit(_converted, file, label, format, options), size))
-            flight_bytes += size
+            if task and task_bytes + size > TASK_BYTES:
+                submit()
+            while flight and (len(flight) >= window or flight_bytes + task_bytes + size > POOL_BYTES):
+                yield from oldest()
+            task.append((file, label))
+            task_bytes += size
+            if len(task) >= TASK_FILES:
+                submit()
+        if task:
+            submit()
         while flight:
-            yield OPENED, "", None
-            yield from flight.popleft()[0].result()
+            yield from oldest()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

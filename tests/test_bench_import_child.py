@@ -32,4 +32,5 @@ def test_the_import_benchmark_times_the_command_from_inside(tmp_path, capsys):
     _bench_child().run(str(times), ["import_sessions", str(path), "--team", team.slug])
     assert capsys.readouterr().out.strip() == "imported 1, unchanged 0, rejected 0"
     reported = json.loads(times.read_text())
-    assert set(reported) == {"wall", "cpu"} and reported["wall"] > 0 and reported["cpu"] >= 0
+    assert set(reported) == {"wall", "cpu", "workers_cpu"} and reported["wall"] > 0 and reported["cpu"] >= 0
+    assert 0 <= reported["workers_cpu"] <= reported["cpu"]

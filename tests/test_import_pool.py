@@ -131,15 +131,18 @@ def test_files_in_flight_are_bounded(tmp_path, monkeypatch):
 
     class Counting(importing.ProcessPoolExecutor):
         def submit(self, *args, **kwargs):
-            submitted.append(args[1].name)
+            submitted.append([file.name for file, _ in args[1]])
             return super().submit(*args, **kwargs)
 
     monkeypatch.setattr(importing, "ProcessPoolExecutor", Counting)
+    monkeypatch.setattr(importing, "TASK_FILES", 3)
     outcomes = importing.convert_in_pool(list(importing.files_of(path)), "auto", None, workers=2)
     assert next(outcomes)[0] == importing.OPENED
-    assert len(submitted) == 4  # two files a worker
+    assert len(submitted) == 4  # two tasks a worker
     rest = list(outcomes)
-    assert len(submitted) == 43 and sum(1 for kind, _, _ in rest if kind == importing.OPENED) == 42
+    assert [len(task) for task in submitted] == [3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 1]
+    assert sum(submitted, []) == [file.name for file, _ in importing.files_of(path)]
+    assert sum(1 for kind, _, _ in rest if kind == importing.OPENED) == 42
 
 
 @pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature")
