@@ -55,7 +55,7 @@ from .expiry import expiry_drafts
 from .queue import TASK_OPTIONS, run_info
 from .reports import build_report, draft_report
 from .selection import get_policy
-from .skills import skill_proposals
+from .skills import run_procedures, skill_proposals
 from .upkeep import upkeep_proposals
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
@@ -352,11 +352,17 @@ def _fail_unanalysed(run: DreamRun) -> None:
     )
 
 
-def _aggregate(run: DreamRun, sessions: _RunSessions, policy: AutonomyPolicy) -> tuple[AggregateResult, str, dict]:
-    """The run's drafts (memory and skills) against the store's memory and the team's skills, the hash of the
-    memory it aggregated against, and what the optional consolidation step did."""
+def _aggregate(run: DreamRun, policy: AutonomyPolicy) -> tuple[AggregateResult, int, str, dict]:
+    """The run's drafts (memory and skills) against the store's memory and the team's skills, how many sessions it
+    analysed, the hash of the memory it aggregated against, and what the optional consolidation step did."""
     memory = snapshot(run.store)
     skills = skill_snapshots(run.team_id)
+    analysed = SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE).count()
+    # Read before the findings are loaded: the procedures read every session's events again and upkeep up to 20,000
+    # analyses, so their peaks do not stack on the findings finalize holds. They need no finding, only the count.
+    procedures = run_procedures(run, policy, analysed=analysed)
+    upkeep = upkeep_proposals(run, policy, sessions_analysed=analysed)
+    sessions = _session_findings(run)
     result = aggregate_mod.aggregate(
         sessions.found,
         sessions_analysed=sessions.analysed,
@@ -369,11 +375,13 @@ def _aggregate(run: DreamRun, sessions: _RunSessions, policy: AutonomyPolicy) ->
         allowed_hosts=list(run.team.allowed_hosts or []),
     )
     consolidation = _consolidate(run, policy, memory, result)
-    result.proposals += skill_proposals(run, sessions.found, policy, skills, analysed=sessions.analysed)
-    result.proposals += upkeep_proposals(run, policy, sessions_analysed=sessions.analysed)
+    result.proposals += skill_proposals(
+        run, sessions.found, policy, skills, analysed=sessions.analysed, procedures=procedures
+    )
+    result.proposals += upkeep
     result.proposals += expiry_drafts(run.store)  # expired entries: remove or renew
     memory_hash = snapshot_hash((m["key"], m["scope_agent"], m["scope_task"], m["content_hash"]) for m in memory)
-    return result, memory_hash, consolidation
+    return result, sessions.analysed, memory_hash, consolidation
 
 
 def _consolidate(run: DreamRun, policy: AutonomyPolicy, memory: list[dict], result: AggregateResult) -> dict:
@@ -449,10 +457,9 @@ def _finalize(run_id: int, team_id: int) -> dict:
         run = DreamRun.objects.select_related("store", "team").get(pk=run_id)
         _fail_unanalysed(run)
         policy = get_policy(run.store)
-        sessions = _session_findings(run)
-        result, memory_hash, consolidation = _aggregate(run, sessions, policy)
+        result, analysed, memory_hash, consolidation = _aggregate(run, policy)
         screened = _screen(run.store, list(result.proposals))
-        analyses = _analyses(run, done=sessions.analysed)
+        analyses = _analyses(run, done=analysed)
         if consolidation:  # the step's tokens are the run's too (its cost, its budget's report)
             analyses.tokens_input += consolidation["tokens"]["input"]
             analyses.tokens_output += consolidation["tokens"]["output"]

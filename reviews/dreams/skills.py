@@ -21,27 +21,39 @@ from ..analysis.skills import group_findings, skill_drafts
 from ..models import AnalysisStatus, AutonomyPolicy, DreamRun
 
 
-def skill_proposals(
-    run: DreamRun, sessions: Sequence, policy: AutonomyPolicy, skills: Sequence[dict], *, analysed: int | None = None
-) -> list[ProposalDraft]:
-    """Skill drafts for one run (call inside its team scope). ``sessions``: the run's SessionFindings (session_id
-    is the pk), every analysed session, or with ``analysed`` (how many the run analysed) only those with findings;
-    the procedures are read from every session the run analysed either way. ``skills``: the team's published
-    skills (skill_snapshots)."""
-    if analysed is None:
-        analysed = len(sessions)
-    groups = group_findings(sessions)
-    # Streamed in chunks, by a join on the run's analyses (not a list of its 100,000 ids); recurring_procedures
-    # keeps only each session's successful steps, not its events.
+def run_procedures(run: DreamRun, policy: AutonomyPolicy, *, analysed: int) -> list[dict]:
+    """The recurring procedures of the run's analysed sessions (``analysed``: how many). Their events are streamed
+    in chunks, by a join on the run's analyses (not a list of its 100,000 ids); recurring_procedures keeps only each
+    session's successful steps, not its events."""
     rows = (
         AgentSession.objects.filter(team_id=run.team_id, analyses__run=run, analyses__status=AnalysisStatus.DONE)
         .order_by("pk")
         .values("events", "outcome", "agent", "task", "external_id", session_id=F("pk"))
         .iterator(chunk_size=100)
     )
-    procedures = recurring_procedures(
+    return recurring_procedures(
         rows, min_sessions=policy.min_sessions, min_share=policy.min_share, sessions_analysed=analysed
     )
+
+
+def skill_proposals(
+    run: DreamRun,
+    sessions: Sequence,
+    policy: AutonomyPolicy,
+    skills: Sequence[dict],
+    *,
+    analysed: int | None = None,
+    procedures: list[dict] | None = None,
+) -> list[ProposalDraft]:
+    """Skill drafts for one run (call inside its team scope). ``sessions``: the run's SessionFindings (session_id
+    is the pk), every analysed session, or with ``analysed`` (how many the run analysed) only those with findings.
+    ``skills``: the team's published skills (skill_snapshots). ``procedures``: run_procedures of the run, read here
+    when not given."""
+    if analysed is None:
+        analysed = len(sessions)
+    if procedures is None:
+        procedures = run_procedures(run, policy, analysed=analysed)
+    groups = group_findings(sessions)
     by_id = {s.session_id: s for s in sessions}
     drafts = []
     for fields in skill_drafts(
