@@ -40,6 +40,7 @@ class TargetView:
     archived: bool = False
     segments: list = field(default_factory=list)
     block: bool = False  # the diff is by lines (heavily changed text), not by words
+    entry_url: str = ""  # the entry's page (memory targets that exist)
     version: int | None = None  # the target's version now
     seen_version: int | None = None  # the version the proposal was prepared against
     changed_by: str = ""  # who wrote the current version, when it is not the one the proposal saw
@@ -119,7 +120,9 @@ def _role(proposal: Proposal, position: int) -> str:
     return "rewritten"
 
 
-def _target_view(proposal: Proposal, position: int, key: str, memory: dict, skills: dict) -> TargetView:
+def _target_view(
+    proposal: Proposal, position: int, key: str, memory: dict, skills: dict, entry_base: str
+) -> TargetView:
     view = TargetView(key=key, role=_role(proposal, position), expected_hash=(proposal.target_hashes or {}).get(key))
     if proposal.target_kind == TargetKind.SKILL:
         obj = skills.get((proposal.team_id, key))
@@ -131,6 +134,7 @@ def _target_view(proposal: Proposal, position: int, key: str, memory: dict, skil
         view.exists, view.current, view.current_hash, view.object_id = True, text, obj.content_hash, obj.pk
         view.archived = obj.status == "archived"
         view.version = obj.version
+        view.entry_url = entry_base.replace("/0/", f"/{obj.pk}/")
     view.seen_version = (proposal.target_versions or {}).get(key)
     if view.archiving:
         view.segments = diffs.only_removed(text)
@@ -254,10 +258,11 @@ def decorate(proposals: list[Proposal], *, every_session: bool = False) -> list[
     session_base = reverse("memory:session", args=[0])
     urls = {name: reverse(f"reviews:{name}", args=[0]) for name in CARD_URLS}
     run_url = reverse("reviews:run", args=[0])
+    entry_base = reverse("memory:entry", args=[0])
     card_evidence.attach(proposals, session_base, every=every_session)
     changed: list[TargetView] = []
     for p in proposals:
-        p.card_targets = [_target_view(p, i, key, memory, skills) for i, key in enumerate(p.targets or [])]
+        p.card_targets = [_target_view(p, i, key, memory, skills, entry_base) for i, key in enumerate(p.targets or [])]
         p.card_add_diff = card_html.diff(diffs.only_added(p.content)) if p.operation == ProposalOperation.ADD else ""
         p.card_kind = (p.kind or "").replace("_", " ")
         p.card_urls = {name: url.replace("/0/", f"/{p.pk}/") for name, url in urls.items()}

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -23,7 +24,7 @@ from memory.models import MemoryVersion
 from .. import services
 from ..forms import BulkForm, DecisionForm
 from ..models import Proposal, ProposalStatus, TargetKind
-from . import cards
+from . import card_body, cards
 from .gates import decidable, may_decide_on, proposal_for
 from .queue import counters_context, store_from_next
 
@@ -53,7 +54,7 @@ def proposal_detail(request, pk: int):
 def evidence(request, pk: int):
     """Every session behind a card (the "n more" toggle loads it; the proposal's page shows it inline)."""
     proposal = _card(proposal_for(request, pk, deciding=False), every_session=True)
-    return render(request, "reviews/card/_more_sessions.html", {"p": proposal})
+    return HttpResponse(card_body.more_sessions(proposal))
 
 
 @login_required
@@ -79,7 +80,7 @@ def preview(request, pk: int):
         proposal.content = content
     if (key := form.cleaned_data.get("key")) and proposal.operation == "add":
         proposal.key_hint = key
-    return render(request, "reviews/card/_changes.html", {"p": _card(proposal)})
+    return HttpResponse(card_body.changes(_card(proposal)))
 
 
 def _outcome_message(request, proposal: Proposal, others: dict | None = None) -> tuple[str, str]:
