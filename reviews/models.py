@@ -337,7 +337,8 @@ class ProposalQuerySet(TeamQuerySet):
     def facets(self) -> list[dict]:
         """The rows grouped by operation, kind, agent scope and risk, with their number ``n``: one scan gives the
         queue's filter choices, its risk counters and its total under any filters (facet_matches), no COUNT each."""
-        return list(self.order_by().values(*FACET_FIELDS).annotate(n=models.Count("id")))
+        # COUNT(*), not COUNT(id): the count reads no column outside the index proposal_pending_facets.
+        return list(self.order_by().values(*FACET_FIELDS).annotate(n=models.Count("*")))
 
     def decided(self):
         """What someone (or a policy) decided: applied, rejected, conflict, superseded."""
@@ -428,6 +429,13 @@ class Proposal(models.Model):
             # and the rejections remembered across the team's stores (reviews.dreams.finalizing).
             models.Index(fields=["team", "signature"], name="proposal_team_signature"),
             models.Index(fields=["team", "key_hint"], name="proposal_team_key_hint"),
+            # The queue's grouped scan of the pending cards (ProposalQuerySet.facets) from the index alone: every
+            # column it reads, pending rows only (an index-only scan instead of reading 10,000 rows from the table).
+            models.Index(
+                fields=["team", "store", *FACET_FIELDS],
+                condition=Q(status="pending"),
+                name="proposal_pending_facets",
+            ),
         ]
 
     def __str__(self) -> str:
