@@ -17,7 +17,8 @@ Sessions/s is the sessions imported over the import process's wall time (Python 
 the input bytes over the same time; peak RSS is that process's own maximum resident set (os.wait4), so migrate and
 the benchmark itself are not counted. Against the raw COPY (PostgreSQL), side by side: wall (the command's own time,
 start-up excluded, against the COPY's) and CPU (the command's CPU, every thread, start-up excluded, and its server
-backends', against the COPY backend's: in total, and overlapped, the larger of the two sides). On a loaded machine the
+backends', against the COPY backend's: in total, and overlapped, the longest of the parts that run at once: its process,
+its server, its workers' share, at least all of it spread over the cores: critical_cpu). On a loaded machine the
 wall ratio measures the scheduler as much as the code; the CPU ratios do not. Reported: the median of the runs.
 Memory flatness: one more import of a workload a quarter as large (one copy for `real`), to compare peak RSS.
 
@@ -281,8 +282,18 @@ def measure(backend, path: Path, count: int) -> dict:
     if "raw" in run:
         run["ratio"] = (count / own["wall"]) / run["raw"]
         run["cpu_ratio"] = run["raw_cpu"] / (run["client_cpu"] + run["server_cpu"])
-        run["overlap_ratio"] = run["raw_cpu"] / max(run["client_cpu"], run["server_cpu"])
+        run["overlap_ratio"] = run["raw_cpu"] / critical_cpu(run)
     return run
+
+
+def critical_cpu(run: dict) -> float:
+    """The CPU seconds an import needs on idle cores: the longest of its parts that run at once (its process, its
+    server, and its worker processes, spread over the pool's workers as memory.importing.pool_size counts them), and
+    no less than all of its CPU spread over the machine's cores."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers = run.get("workers_cpu", 0.0)
+    parts = (run["client_cpu"] - workers, workers / min(cores, 4), run["server_cpu"])
+    return max(*parts, (run["client_cpu"] + run["server_cpu"]) / cores)
 
 
 LABELS = {
@@ -444,9 +455,11 @@ def write_docs(results: dict, args) -> None:
         "the import process's past its start-up (measured inside it), and the PostgreSQL backends' serving it "
         "(sampled from /proc every "
         "50 ms), against the COPY backend's: 'total' compares all CPU spent (a machine with no core to spare), "
-        "'overlapped' the longer of the import's two sides (its process parses while the server writes, so on "
-        "idle cores the import takes about the longer one). Peak RSS: the import process's own maximum resident "
-        "set, at the full workload and at a quarter of it.",
+        "'overlapped' the longest of the import's parts that run at once (its process parses while the server "
+        "writes and, for a folder, worker processes convert files; at least all its CPU spread over the cores), "
+        "so on idle cores the import takes about that long. The import's CPU includes its workers'. Peak RSS: the "
+        "import process's own maximum resident set (its largest worker's if larger), at the full workload and at "
+        "a quarter of it.",
         "",
         "| backend | workload | sessions | input | sessions/s (median) | runs | raw COPY sessions/s | import/COPY, "
         "wall (start-up excluded) | CPU per session: import, its server, COPY's server | COPY/import by CPU: total, "
@@ -480,7 +493,9 @@ def write_docs(results: dict, args) -> None:
         "How: a file is read line by line (orjson; the standard parser for the rare text orjson would read "
         "differently, see dreamweb/input_guard.py) and its sessions stored in batches (500 sessions or 4 MB, "
         "whichever comes first), one transaction each, by a writer thread while the next batch is parsed (at most "
-        "three batches in memory, hence the flat peak RSS). On PostgreSQL a batch goes by COPY into a temporary "
+        "three batches in memory, hence the flat peak RSS); a folder's files are converted by worker processes, one a "
+        "core, a few files a task, at most two tasks a worker in flight (memory.importing.convert_in_pool). On "
+        "PostgreSQL a batch goes by COPY into a temporary "
         "staging table and one `INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING` from it, in the team's "
         "row-level-security scope (memory.sessions._copy_and_insert); `bench/ingest_paths.py` measured that at "
         "about the raw COPY's own rate, where one `INSERT ... SELECT FROM unnest(...)` of arrays bound in binary "
