@@ -13,7 +13,7 @@ from dreamweb.provenance import Author
 from memory.models import MemoryEntry
 from memory.services import revert_entry, update_entry
 from reviews import evidence, services
-from reviews.diffs import block_diff, dropped_clauses, readable_diff
+from reviews.diffs import KEPT_DIFF_CHARS, block_diff, dropped_clauses, readable_diff, readable_diff_kept
 from reviews.models import Proposal, ProposalEvidence, ProposalStatus
 from tests.factories import SessionFactory, make_entry, make_proposal
 from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
@@ -349,6 +349,18 @@ def test_word_diff_falls_back_to_blocks_for_a_heavily_changed_text():
     assert [op for op, _ in segments] == ["del", "ins"]
     segments, block = readable_diff(old, old.replace("make deploy", "make release"))
     assert not block and ("ins", "release") in segments
+
+
+def test_a_kept_diff_is_the_diff_of_its_two_texts():
+    old = "Deploy with make deploy from the main branch after the tests pass."
+    for new in (old.replace("make deploy", "make release"), "Releases go out through the pipeline.", "", None):
+        segments, block = readable_diff(old, new)
+        assert readable_diff_kept(old, new) == (tuple(segments), block)
+        assert readable_diff_kept(old, new) is readable_diff_kept(old, new)  # kept: computed once
+    assert readable_diff_kept(None, old) == readable_diff_kept("", old) == (tuple(readable_diff(None, old)[0]), False)
+    long = "word " * KEPT_DIFF_CHARS  # long texts are diffed every time, not kept
+    assert readable_diff_kept(long, long + "end") == (tuple(readable_diff(long, long + "end")[0]), False)
+    assert readable_diff_kept(long, long + "end") is not readable_diff_kept(long, long + "end")
 
 
 def test_dropped_clauses_ignore_paraphrases():

@@ -7,7 +7,8 @@ does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from django.db.models import Q
 from django.template.defaultfilters import floatformat
@@ -38,7 +39,7 @@ class TargetView:
     expected_hash: str = ""
     object_id: int | None = None
     archived: bool = False
-    segments: list = field(default_factory=list)
+    segments: Sequence = ()
     block: bool = False  # the diff is by lines (heavily changed text), not by words
     entry_url: str = ""  # the entry's page (memory targets that exist)
     version: int | None = None  # the target's version now
@@ -139,7 +140,7 @@ def _target_view(
     if view.archiving:
         view.segments = diffs.only_removed(text)
     else:
-        view.segments, view.block = diffs.readable_diff(text, proposal.content)
+        view.segments, view.block = diffs.readable_diff_kept(text, proposal.content)
     return view
 
 
