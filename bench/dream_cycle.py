@@ -1,7 +1,7 @@
 """A 10,000-session dream cycle with the rules analyzer on PostgreSQL: time, peak memory, and the speed-up from one
 to two Celery worker processes on Redis.
 
-    .venv/bin/python bench/dream_cycle.py [--sessions 10000] [--repeat 3] [--skip-workers] [--aggregate]
+    .venv/bin/python bench/dream_cycle.py [--sessions 10000] [--repeat 3] [--skip-workers] [--aggregate] [--beside N]
 
 1. A scratch database (dreamweb_bench_cycle, created and migrated by the owner role, used by the application role)
    gets N sessions: the shared dev corpus's sessions of team acme, replicated with new external ids and times, so
@@ -163,7 +163,8 @@ def dream(n: int, env: dict) -> tuple[float, float, dict]:
     return wall, 0.0, json.loads(out)
 
 
-def dream_measured(n: int, env: dict) -> tuple[float, float, dict]:
+def dream_measured(n: int, env: dict) -> tuple[float, float, dict, float]:
+    """(wall seconds, peak RSS MiB, the command's report, CPU seconds) of one `manage.py dream` in a child."""
     cmd = [PY, "manage.py", "dream", "--team", "acme", "--store", "acme-eng", "--all-sessions"]
     cmd += ["--max-sessions", str(n), "--format", "json", "-v0"]
     out_file = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - read back after the child exits
@@ -176,7 +177,8 @@ def dream_measured(n: int, env: dict) -> tuple[float, float, dict]:
     if proc.returncode != 0:
         sys.exit(f"dream failed:\n{proc.stderr.read()[-3000:]}")
     out_file.seek(0)
-    return wall, usage.ru_maxrss / 1024, json.loads(out_file.read())
+    # CPU time of the command's own process (user + system): on a shared machine the wall time says little.
+    return wall, usage.ru_maxrss / 1024, json.loads(out_file.read()), usage.ru_utime + usage.ru_stime
 
 
 class Workers:
@@ -248,6 +250,9 @@ def main() -> int:
     parser.add_argument("--skip-workers", action="store_true")
     parser.add_argument("--skip-setup", action="store_true", help="reuse the database of an earlier run")
     parser.add_argument("--aggregate", action="store_true", help="also run bench/aggregate_scaling.py")
+    parser.add_argument(
+        "--beside", type=int, default=10_000, help="also run the in-process cycle over N sessions (0: not)"
+    )
     parser.add_argument("--child-load", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-clear", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-run-info", action="store_true", help=argparse.SUPPRESS)
@@ -276,14 +281,31 @@ def main() -> int:
     walls, peaks, inner = [], [], []
     times: dict[int, list[float]] = {1: [], 2: []}
     worker_rss: dict[int, list[float]] = {1: [], 2: []}
+    beside = args.beside if 0 < args.beside < n else 0
+    small: dict[str, list[float]] = {"wall": [], "run": [], "peak": [], "cpu": []}
+    cpus = []
     for round_ in range(args.repeat):
+        if beside:
+            clear_proposals()  # the run's analyses go with it: upkeep reads only this run's
+            wall, peak, doc, cpu = dream_measured(beside, base_env())
+            for key, value in zip(
+                ("wall", "run", "peak", "cpu"), (wall, doc["run"]["seconds"], peak, cpu), strict=True
+            ):
+                small[key].append(value)
+            print(
+                f"round {round_ + 1} in-process, {beside} sessions: {wall:.1f} s wall (run {doc['run']['seconds']:.1f}"
+                f" s), {cpu:.1f} s CPU, peak RSS {peak:.0f} MiB, {doc['run']['sessions_analysed']} sessions,"
+                f" {len(doc['proposals'])} proposals",
+                flush=True,
+            )
         clear_proposals()
-        wall, peak, doc = dream_measured(n, base_env())
+        wall, peak, doc, cpu = dream_measured(n, base_env())
+        cpus.append(cpu)
         walls.append(wall)
         peaks.append(peak)
         inner.append(doc["run"]["seconds"])
         print(
-            f"round {round_ + 1} in-process: {wall:.1f} s wall (run {doc['run']['seconds']:.1f} s),"
+            f"round {round_ + 1} in-process: {wall:.1f} s wall (run {doc['run']['seconds']:.1f} s), {cpu:.1f} s CPU,"
             f" peak RSS {peak:.0f} MiB, {doc['run']['sessions_analysed']} sessions, {len(doc['proposals'])} proposals",
             flush=True,
         )
@@ -313,6 +335,17 @@ def main() -> int:
         f" peak RSS {statistics.median(peaks):.0f} MiB",
         flush=True,
     )
+    if beside:
+        med = {key: statistics.median(values) for key, values in small.items()}
+        big = {
+            "wall": statistics.median(walls),
+            "run": statistics.median(inner),
+            "peak": statistics.median(peaks),
+            "cpu": statistics.median(cpus),
+        }
+        print(f"BESIDE median, {beside} → {n} sessions (ratio):", flush=True)
+        for key, label in (("wall", "wall s"), ("run", "run s"), ("cpu", "CPU s"), ("peak", "peak RSS MiB")):
+            print(f"  {label}: {med[key]:.1f} → {big[key]:.1f} ({big[key] / med[key]:.2f}x)", flush=True)
     if redis_ok:
         one, two, here = statistics.median(times[1]), statistics.median(times[2]), statistics.median(inner)
         print(
