@@ -77,7 +77,8 @@ def readable_diff(old: str | None, new: str | None) -> tuple[list[tuple[str, str
     return segments, False
 
 
-# A process keeps the diffs of this many pairs of texts, each pair up to KEPT_DIFF_CHARS long (a few MiB at most).
+# A process keeps the diffs of this many pairs of texts, each pair up to KEPT_DIFF_CHARS long: some 20 MiB at worst
+# (texts, segments and their tuples), 1-2 MiB for entries of a few hundred characters.
 KEPT_DIFFS = 2048
 KEPT_DIFF_CHARS = 2000
 
