@@ -2,7 +2,8 @@
 index, rendered literally, and an audit row saying exactly what was served to whom.
 
 The entries come in the order of memory.ranking (scope level, then relevance, rating and recency); the skills index
-is the skills registry's (skills_registry.services.published_index).
+is the skills registry's (skills_registry.services.published_index; on PostgreSQL kept per process and checked by its
+fingerprint in the ranking's statement: skills_registry.index).
 
 The budget is strict: at most ``max_items`` entries and at most ``max_tokens`` tokens of rendered text
 (``memory.services.tokens_estimate``). An entry that would not fit is skipped and the next one is tried, so the
@@ -20,11 +21,12 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
+from skills_registry import index as skills_index
 from skills_registry.services import published_index
 
 from .models import ContextServe, MemoryEntry
 from .ranking import ContextItem
-from .ranking_cache import note_served, ranked_entries, ranked_entries_in
+from .ranking_cache import Also, note_served, ranked_entries, ranked_entries_in
 from .services import tokens_estimate
 
 # last_served_at says "recently used" to people and to dreams; minute precision is enough and keeps concurrent
@@ -121,19 +123,31 @@ def build_context(
     max_items, max_tokens = clamp_budget(max_items, max_tokens)
     # A few spare rows: an entry too long for the remaining budget is skipped and the next one tried.
     limit = max_items + min(max_items, 20)
+    with_skills = include_skills and key.has_scope("skills:read")
+    # The skills index's fingerprint is read by the ranking's check statement (no statement of its own); the index
+    # itself only when it changed (skills_registry.index).
+    fingerprint = Also(*skills_index.fingerprint_sql(key.team_id)) if with_skills else None
     if store_slug is not None:
-        store, candidates = ranked_entries_in(key, store_slug, agent=agent, task=task, query=query, limit=limit)
+        store, candidates = ranked_entries_in(
+            key, store_slug, agent=agent, task=task, query=query, limit=limit, also=fingerprint
+        )
         if store is None:
             raise NoSuchStore(store_slug)
     else:
         candidates = (
-            ranked_entries(key, store=store, agent=agent, task=task, query=query, limit=limit) if max_items else []
+            ranked_entries(key, store=store, agent=agent, task=task, query=query, limit=limit, also=fingerprint)
+            if max_items
+            else []
         )
     items, parts, chars = _fit(candidates, max_items, max_tokens)
 
     skills: list[dict] = []
-    if include_skills and key.has_scope("skills:read"):
-        for skill in published_index(key.team_id):
+    if with_skills:
+        if fingerprint.read:
+            index = skills_index.published_index_at(key.team_id, fingerprint.value)
+        else:
+            index = published_index(key.team_id)
+        for skill in index:
             chunk = render_skill(skill)
             if not skills:
                 chunk = SKILLS_HEADER + chunk

@@ -62,19 +62,20 @@ _WEIGHTS = {"": np.float32(0.1), "D": np.float32(0.1), "C": np.float32(0.2), "B"
 _PI2_6 = 1.64493406685  # the double constant calc_rank_or divides by
 
 _CHECK_STORE = (
-    "SELECT now(), (SELECT content_version FROM memory_memorystore WHERE id = %s AND team_id = %s), NULL, {tsquery}"
+    "SELECT now(), (SELECT content_version FROM memory_memorystore WHERE id = %s AND team_id = %s), NULL, {tsquery},"
+    " NULL, {also}"
 )
 # The same for a store named by its slug: the store's lookup (its id; NULL when the key's team has no such store) in
 # the same statement, so a context request for a store costs no statement of its own for it.
 _CHECK_SLUG = (
-    "SELECT now(), s.content_version, NULL, {tsquery}, s.id FROM (SELECT 1) AS one"
+    "SELECT now(), s.content_version, NULL, {tsquery}, s.id, {also} FROM (SELECT 1) AS one"
     " LEFT JOIN memory_memorystore s ON s.team_id = %s AND s.slug = %s"
 )
 _FIND_SLUG = "SELECT id FROM memory_memorystore WHERE team_id = %s AND slug = %s"
 # A team's stores: the highest version and the number of stores (a store created or deleted changes one of them).
 _CHECK_TEAM = (
     "SELECT now(), (SELECT max(content_version) FROM memory_memorystore WHERE team_id = %s),"
-    " (SELECT count(*) FROM memory_memorystore WHERE team_id = %s), {tsquery}"
+    " (SELECT count(*) FROM memory_memorystore WHERE team_id = %s), {tsquery}, NULL, {also}"
 )
 _TSQUERY = "replace(plainto_tsquery('english', %s)::text, '&', '|')"
 _LOAD = """
@@ -334,12 +335,26 @@ class StoreRef(NamedTuple):
     slug: str
 
 
+class Also:
+    """A scalar SQL expression (and its parameters) read by the ranking's check statement, so that a caller's own
+    per-request question costs no round trip (the context's skills index fingerprint). ``value`` holds the answer
+    and ``read`` says whether the check statement ran (not on SQLite, nor when nothing is ranked)."""
+
+    def __init__(self, sql: str, params: list):
+        self.sql, self.params = sql, params
+        self.value, self.read = None, False
+
+
+def _also_sql(also: Also | None) -> tuple[str, list]:
+    return (also.sql, also.params) if also is not None else ("NULL", [])
+
+
 def _cached() -> bool:
     return connection.vendor == "postgresql" and bool(settings.DREAMWEB_CONTEXT_CACHE_STORES)
 
 
 def ranked_entries_in(
-    key, slug: str, *, agent=None, task=None, query: str = "", limit: int
+    key, slug: str, *, agent=None, task=None, query: str = "", limit: int, also: Also | None = None
 ) -> tuple[StoreRef | None, list[ContextItem]]:
     """The store of the key's team with this slug (None when there is none: nothing is ranked) and its ``limit`` best
     entries, as ``ranked_entries`` ranks them. On PostgreSQL the store is found by the ranking's own check statement."""
@@ -353,9 +368,15 @@ def ranked_entries_in(
         store = _store_object(row[0], slug)
         return store, ranked_entries(key, store=store, agent=agent, task=task, query=query, limit=limit)
     tsquery = _TSQUERY if query else "NULL"
+    also_sql, also_params = _also_sql(also)
     with connection.cursor() as cursor:
-        cursor.execute(_CHECK_SLUG.format(tsquery=tsquery), [*([query] if query else []), key.team_id, slug])
-        now, version, stores, tsquery_text, store_id = cursor.fetchone()
+        cursor.execute(
+            _CHECK_SLUG.format(tsquery=tsquery, also=also_sql),
+            [*([query] if query else []), *also_params, key.team_id, slug],
+        )
+        now, version, stores, tsquery_text, store_id, also_value = cursor.fetchone()
+    if also is not None:
+        also.value, also.read = also_value, True
     if store_id is None:
         return None, []
     store = StoreRef(store_id, slug)
@@ -371,7 +392,9 @@ def _store_object(store_id: int, slug: str):
     return MemoryStore(pk=store_id, slug=slug)
 
 
-def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", limit: int) -> list[ContextItem]:
+def ranked_entries(
+    key, *, store=None, agent=None, task=None, query: str = "", limit: int, also: Also | None = None
+) -> list[ContextItem]:
     """The ``limit`` best entries of the key's team (of ``store`` when given) for this agent, task and query, best
     first (memory.ranking's rule): from the process's ranking data when it is ready and current, otherwise from the
     ranking statement."""
@@ -382,12 +405,17 @@ def ranked_entries(key, *, store=None, agent=None, task=None, query: str = "", l
         return ranked_by_statement(key, store=store, agent=agent, task=task, query=query, limit=limit)
     team_id = key.team_id
     tsquery = _TSQUERY if query else "NULL"
+    also_sql, also_params = _also_sql(also)
+    words = [query] if query else []
     with connection.cursor() as cursor:
         if store is not None:
-            cursor.execute(_CHECK_STORE.format(tsquery=tsquery), [store.pk, team_id, *([query] if query else [])])
+            sql, params = _CHECK_STORE, [store.pk, team_id, *words, *also_params]
         else:
-            cursor.execute(_CHECK_TEAM.format(tsquery=tsquery), [team_id, team_id, *([query] if query else [])])
-        now, version, stores, tsquery_text = cursor.fetchone()
+            sql, params = _CHECK_TEAM, [team_id, team_id, *words, *also_params]
+        cursor.execute(sql.format(tsquery=tsquery, also=also_sql), params)
+        now, version, stores, tsquery_text, _, also_value = cursor.fetchone()
+    if also is not None:
+        also.value, also.read = also_value, True
     return _rank(key, store, now, version, stores, tsquery_text, agent=agent, task=task, query=query, limit=limit)
 
 

@@ -122,7 +122,7 @@ def test_context_request_costs_a_fixed_number_of_queries(world, keys):
         r = api.get(url, query=query)
     assert r.status_code == 200 and len(r.json()["items"]) == 20
     sqls = [q["sql"] for q in captured.captured_queries]
-    # Key lookup with its scope switch, store, ranking, skills, the audit row;
+    # Key lookup with its scope switch, store, ranking, skills index, the audit row;
     # no last_served_at or last_used_at write within their minute. Api() reads and empties the scope before the
     # request and gives it back after it (three statements).
     assert not [s for s in sqls if "last_served_at" in s and s.lstrip().upper().startswith("UPDATE")], sqls
@@ -131,12 +131,12 @@ def test_context_request_costs_a_fixed_number_of_queries(world, keys):
     data = [
         s for s in sqls if not s.startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "SELECT set_config", "SELECT current_"))
     ]
-    # key, ranking (PostgreSQL: the store found by its slug, its version, the clock and the query's lexemes in one
-    # statement, the ranking data being ready in the process: memory.ranking_cache), skills, the audit row; SQLite:
-    # the store, then the ranking statement
-    assert len(data) == (4 if is_postgres() else 5), "\n".join(data)
+    # key, ranking (PostgreSQL: the store found by its slug, its version, the clock, the query's lexemes and the
+    # skills index's fingerprint in one statement, the ranking data and the index being ready in the process:
+    # memory.ranking_cache, skills_registry.index), the audit row; SQLite: the store, the ranking statement, skills
+    assert len(data) == (3 if is_postgres() else 5), "\n".join(data)
     # With the scope switches (PostgreSQL) and the test transaction's savepoints: a fixed total.
-    assert len(sqls) <= (15 if is_postgres() else 9), "\n".join(sqls)
+    assert len(sqls) <= (14 if is_postgres() else 9), "\n".join(sqls)
 
 
 @pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature")
