@@ -307,8 +307,15 @@ class ContextServe(models.Model):
 
     # The team's rows are found through contextserve_session (team first).
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
-    store = models.ForeignKey(MemoryStore, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    agent_key = models.ForeignKey(AgentKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # No plain foreign-key constraint on store and key (migration 0015): on PostgreSQL the same-team composite keys
+    # (store_id, team_id) and (agent_key_id, team_id) (migration 0005) already refuse a row that names a missing
+    # store or key, so the plain ones were two more checks at every serve's commit. SET_NULL is Django's either way.
+    store = models.ForeignKey(
+        MemoryStore, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
+    agent_key = models.ForeignKey(
+        AgentKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
     agent = models.CharField(max_length=100, blank=True)
     task = models.CharField(max_length=100, blank=True)
     session_external_id = models.CharField(max_length=200, blank=True)

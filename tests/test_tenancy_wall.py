@@ -12,7 +12,7 @@ from django.db import DatabaseError, IntegrityError, connection, models, transac
 from django.utils import timezone
 
 from dreamweb import rls
-from memory.models import Feedback
+from memory.models import ContextServe, Feedback
 from tests.api_support import make_key
 from tests.conftest import app_credentials, is_postgres
 from tests.factories import MembershipFactory, SessionFactory, StoreFactory, TeamFactory, UserFactory, make_entry
@@ -228,3 +228,15 @@ def test_feedback_for_another_teams_entry_is_refused_like_a_missing_entry(two_te
                 c.execute("SET CONSTRAINTS ALL IMMEDIATE")
         errors.append(type(caught.value.__cause__).__name__)
     assert errors == ["ForeignKeyViolation", "ForeignKeyViolation"]
+
+
+@pytest.mark.parametrize("column", ["store_id", "agent_key_id"])
+def test_a_served_context_cannot_name_a_store_or_key_that_does_not_exist(two_walled_teams, column):
+    """The audit row has no plain foreign key on its store and key (memory migration 0015): the same-team keys
+    alone refuse an id that names nothing."""
+    a, _ = two_walled_teams
+    with all_teams():
+        serve = ContextServe.objects.create(team=a)
+    with all_teams(), pytest.raises(IntegrityError, match="same_team"), transaction.atomic(), connection.cursor() as c:
+        c.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        c.execute(f'UPDATE "memory_contextserve" SET "{column}" = %s WHERE id = %s', [2**62, serve.pk])
