@@ -11,13 +11,13 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, generics, serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
-from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from . import input_guard
 from .api_auth import ApiKeyAuthentication
 from .api_query import fast_parameters
+from .api_render import APIJSONRenderer
 from .api_throttling import AgentKeyRateThrottle
 
 
@@ -248,7 +248,7 @@ class AgentViewMixin:
     authentication_classes = [ApiKeyAuthentication]
     throttle_classes = [AgentKeyRateThrottle]
     parser_classes = [StrictJSONParser]
-    renderer_classes = [JSONRenderer]
+    renderer_classes = [APIJSONRenderer]
     pagination_class = AgentPagination
     schema = AgentSchema()
 
