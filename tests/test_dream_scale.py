@@ -187,6 +187,8 @@ def test_the_findings_finalize_keeps_share_their_names_and_sessions_without_find
     for a, b in zip(first.findings[0], second.findings[0], strict=True):
         assert a is b  # one string per key name, not one per decoded row
     assert first.findings[0]["kind"] is second.findings[0]["kind"]
+    # A pattern's wording is one string whatever its length; an excerpt is shared with a text already kept only.
+    assert first.findings[0]["summary"] is second.findings[0]["summary"]
     assert first.agent is second.agent
     assert not hasattr(first, "__dict__")  # slots: no dictionary per session
 

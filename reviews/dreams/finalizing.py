@@ -108,6 +108,19 @@ def _session_findings(run: DreamRun) -> _RunSessions:
 
 # Strings up to this length are shared between findings (names, kinds, trust levels, tools, short commands).
 SHARED_STRING_CHARS = 40
+# A pattern's key, wording, commands and error are the same text in each of its sessions (the aggregation groups
+# them by it): shared whatever their length. An excerpt is shared only with a text already kept (a note's excerpt is
+# its summary, a command's is the command), never added for its own sake: most quote one session.
+SHARED_FIELDS = frozenset({"key", "summary", "old", "new", "error"})
+
+
+def _shared_field(key: str, value, names: dict[str, str]):
+    if isinstance(value, str):
+        if key in SHARED_FIELDS:
+            return names.setdefault(value, value)
+        if key == "excerpt":
+            return names.get(value, value)
+    return _shared_keys(value, names)
 
 
 def _shared_keys(value, names: dict[str, str]):
@@ -115,7 +128,7 @@ def _shared_keys(value, names: dict[str, str]):
     is decoded on its own, so without this every finding carries its own copies of the same dozen key names and of
     its kind, trust levels and tool."""
     if isinstance(value, dict):
-        return {names.setdefault(k, k): _shared_keys(v, names) for k, v in value.items()}
+        return {names.setdefault(k, k): _shared_field(k, v, names) for k, v in value.items()}
     if isinstance(value, list):
         return [_shared_keys(v, names) for v in value]
     if isinstance(value, str) and len(value) <= SHARED_STRING_CHARS:
