@@ -36,6 +36,7 @@ from .importers.source import read_lines  # noqa: F401 - part of this module's i
 from .sessions import (
     SOURCE_IMPORT,
     CleanSession,
+    JSONText,
     SessionInvalid,
     SessionTooLarge,
     source_of,
@@ -400,13 +401,19 @@ def pool_size() -> int:
 
 
 def _converted(files: list[tuple[Path, str]], format: str, options: Options | None) -> list[Outcome]:
-    """A worker's task: the outcomes of a run of files, OPENED before each file's, whole (pickled back). An error
-    ends the task with a FAILED outcome after the outcomes before it, as a serial import would have applied them."""
+    """A worker's task: the outcomes of a run of files, OPENED before each file's, whole (pickled back; a session's
+    events and metadata as JSONText: bytes cost nothing to pickle, where a tree of dictionaries costs twice what
+    writing it as JSON does). An error ends the task with a FAILED outcome after the outcomes before it, as a serial
+    import would have applied them."""
     out: list[Outcome] = []
     for file, label in files:
         out.append((OPENED, "", None))
         try:
             for outcome in file_outcomes(file, label, format, options):
+                if outcome[0] == SESSION:
+                    fields = outcome[2].fields
+                    fields["events"] = JSONText.of(fields["events"])
+                    fields["metadata"] = JSONText.of(fields["metadata"])
                 out.append(outcome)
         except Exception as exc:
             exc.add_note(f"in a worker converting {file}:\n{traceback.format_exc()}")

@@ -55,6 +55,29 @@ class CleanSession:
     size: int
 
 
+class JSONText(bytes):
+    """A JSON value of a session's fields (events, metadata) already written as compact UTF-8 text by orjson, as
+    json_text would write it: COPY stores it as it is, and it is read back (``json_value``) only where the value is
+    needed (comparing with a stored session, SQLite's INSERT). A worker process that converted a file hands its
+    sessions over so (memory.importing): bytes cross a pipe for nothing, a tree of dictionaries costs as much to
+    pickle and unpickle as to parse."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, value):
+        """The value as JSONText, or as it is when orjson cannot write it (json_text's fallback)."""
+        try:
+            return cls(orjson.dumps(value))
+        except TypeError:
+            return value
+
+
+def json_value(value):
+    """The value itself, whether given as it is or as JSONText (orjson reads back exactly what it wrote)."""
+    return orjson.loads(bytes(value)) if type(value) is JSONText else value  # orjson takes no subclass of bytes
+
+
 def _str(doc: dict, key: str, errors: list[str], *, required=False, max_length: int | None = None, min_length=0):
     if key not in doc or doc[key] is None:
         if required:
@@ -322,6 +345,8 @@ def _copy_value(value) -> bytes:
     """One value in COPY's text format: NULL as \\N; backslash, tab, newline and carriage return escaped."""
     if value is None:
         return b"\\N"
+    if type(value) is JSONText:  # JSON text never holds a raw tab, newline or carriage return, only escapes
+        return value.replace(b"\\", b"\\\\") if b"\\" in value else bytes(value)
     if isinstance(value, dict | list):
         data = json_text(value)  # JSON text never holds a raw tab, newline or carriage return, only escapes
         return data.replace(b"\\", b"\\\\") if b"\\" in data else data
@@ -432,7 +457,8 @@ def _insert_values(team, sessions: list[CleanSession], key) -> set[str]:
     with connection.cursor() as cursor:
         for start in range(0, len(sessions), INSERT_CHUNK):
             chunk = [
-                AgentSession(team=team, ingested_by=key, **s.fields) for s in sessions[start : start + INSERT_CHUNK]
+                AgentSession(team=team, ingested_by=key, **{name: json_value(v) for name, v in s.fields.items()})
+                for s in sessions[start : start + INSERT_CHUNK]
             ]
             rows = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in chunk]
             # Only quoted model metadata and placeholders go into the SQL text; every value is a parameter.
@@ -461,7 +487,7 @@ COMPARED = ("agent", "task", "end_user", "model", "outcome", "started_at", "ende
 
 def _comparable(fields: dict) -> tuple:
     def value(name):
-        v = fields.get(name)
+        v = json_value(fields.get(name))
         if isinstance(v, datetime) and timezone.is_naive(v):
             v = timezone.make_aware(v)  # as the database stores a naive date-time
         return v

@@ -87,6 +87,11 @@ def test_a_pooled_folder_reports_counts_and_stores_what_a_serial_import_does(tmp
     assert [kind for kind, _, _ in said] == ["notice", "reject", "reject", "reject"]
     assert said[0][1] == "cc-005.jsonl: line 3" and said[3][1] == "m-c.jsonl: line 1"
     assert rows(pooled_team) == rows(serial_team) and len(rows(pooled_team)) == 32
+    # Again: every session is found unchanged and the conflict is still one (a pooled session's events and metadata
+    # come as JSON text, compared with the stored ones by value).
+    again = run(pooled_team, path, workers=2, batch_size=7)
+    assert again == run(serial_team, path, workers=1, batch_size=7)
+    assert (again[0].imported, again[0].unchanged, again[0].rejected) == (0, 32, 3)
 
 
 def test_a_file_over_the_pool_limit_is_read_here_in_its_turn(tmp_path, monkeypatch):
