@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -163,13 +164,15 @@ def dream(n: int, env: dict) -> tuple[float, float, dict]:
     return wall, 0.0, json.loads(out)
 
 
-def dream_measured(n: int, env: dict) -> tuple[float, float, dict, float]:
+def dream_measured(n: int, env: dict, on_start=None) -> tuple[float, float, dict, float]:
     """(wall seconds, peak RSS MiB, the command's report, CPU seconds) of one `manage.py dream` in a child."""
     cmd = [PY, "manage.py", "dream", "--team", "acme", "--store", "acme-eng", "--all-sessions"]
     cmd += ["--max-sessions", str(n), "--format", "json", "-v0"]
     out_file = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - read back after the child exits
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out_file, stderr=subprocess.PIPE, text=True)
+    if on_start:
+        on_start(proc.pid)
     # wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would be the maximum over every child so far).
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
@@ -206,6 +209,15 @@ class Workers:
             )
         time.sleep(8)  # Django and Celery start-up; not part of the timing
 
+    def pids(self) -> list[int]:
+        """Every worker process: each main process and its pool children."""
+        pids = []
+        for proc, _ in self.procs:
+            pids.append(proc.pid)
+            with contextlib.suppress(OSError):
+                pids += [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        return pids
+
     def peak_rss(self) -> float:
         """The largest peak RSS (MiB) among the workers' processes (the main process and its pool children)."""
         peak = 0
@@ -232,6 +244,156 @@ class Workers:
         self.procs = []
 
 
+def _cpu_of(pid: int) -> float | None:
+    """utime + stime (seconds) of a process on this machine, from /proc; None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _pids_named(name: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (entry / "comm").read_text().strip() == name:
+                    pids.append(int(entry.name))
+    return pids
+
+
+def _machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot (/proc/stat: all but idle and iowait)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(values) - values[3] - values[4]) / tick, sum(values) / tick
+
+
+class CpuAccount:
+    """CPU seconds per kind of process while a cycle runs through the workers: the worker processes (main and pool
+    child), the PostgreSQL backends of the bench's database (sampled from pg_stat_activity every 0.2 s: the
+    workers' and the command's connections live through the run), PostgreSQL's other processes (WAL writer,
+    checkpointer, autovacuum; on a shared machine also other databases' backends), Redis, the polling command
+    (from wait4), and the machine as a whole (/proc/stat), so a quiet run shows where the cores go besides the
+    analysis."""
+
+    def __init__(self, worker_pids: list[int]):
+        self.workers = worker_pids
+        self.backends: dict[int, tuple[float, float]] = {}  # pid → (CPU at start or 0 for a new one, last seen)
+        self.stop_event = threading.Event()
+        self.command_pid = 0
+        self.command: list[tuple[float, float]] = [(0.0, 0.0)]  # (time, CPU) samples of the polling command
+
+    def _sample(self, conn, first: bool = False) -> None:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [DB.name]
+        ).fetchall()
+        for (pid,) in rows:
+            cpu = _cpu_of(pid)
+            if cpu is None:
+                continue
+            start = self.backends.get(pid, (cpu if first else 0.0, 0.0))[0]
+            self.backends[pid] = (start, cpu)
+
+    def _loop(self, conn) -> None:
+        while not self.stop_event.wait(0.2):
+            self._sample(conn)
+            if self.command_pid:
+                self.command.append((time.time(), _cpu_of(self.command_pid) or self.command[-1][1]))
+
+    def watch(self, command_pid: int) -> None:
+        self.command_pid = command_pid
+
+    def command_during(self, start: float, end: float) -> float:
+        """The polling command's CPU between two moments (its start-up and its report are outside the run)."""
+
+        def at(moment: float) -> float:
+            return next((cpu for t, cpu in self.command if t >= moment), self.command[-1][1] if self.command else 0)
+
+        return at(end) - at(start)
+
+    def start(self) -> None:
+        import psycopg
+
+        self.conn = psycopg.connect(DB._maintenance_url, autocommit=True)
+        self._sample(self.conn, first=True)
+        self.pg_all0 = {pid: _cpu_of(pid) or 0.0 for pid in _pids_named("postgres")}
+        self.redis0 = {pid: _cpu_of(pid) or 0.0 for pid in _pids_named("redis-server")}
+        self.workers0 = sum(_cpu_of(p) or 0.0 for p in self.workers)
+        self.machine0 = _machine_busy()
+        self.me0 = time.process_time()
+        self.thread = threading.Thread(target=self._loop, args=(self.conn,), daemon=True)
+        self.thread.start()
+
+    def stop(self, command_cpu: float) -> dict:
+        self._sample(self.conn)
+        self.stop_event.set()
+        self.thread.join()
+        self.conn.close()
+        machine = _machine_busy()
+        backends = sum(last - start for start, last in self.backends.values())
+        pg_all = sum((_cpu_of(pid) or 0.0) - self.pg_all0.get(pid, 0.0) for pid in _pids_named("postgres"))
+        return {
+            "workers": sum(_cpu_of(p) or 0.0 for p in self.workers) - self.workers0,
+            "postgres": backends,
+            "postgres_other": max(0.0, pg_all - backends),
+            "redis": sum((_cpu_of(pid) or 0.0) - self.redis0.get(pid, 0.0) for pid in _pids_named("redis-server")),
+            "command_all": command_cpu,
+            "bench": time.process_time() - self.me0,
+            "machine": machine[0] - self.machine0[0],
+            "machine_of": machine[1] - self.machine0[1],
+        }
+
+
+def phases() -> dict:
+    """Wall seconds of the last run's parts from its timestamps: dispatch (started → its first analysis saved:
+    the analysis rows written, the messages sent and one batch), the batches (first → last analysis saved), finalize
+    (last analysis → finished)."""
+    out = subprocess.run(
+        [PY, __file__, "--child-phases"], cwd=ROOT, env=base_env(), check=True, capture_output=True, text=True
+    )
+    return json.loads(out.stdout)
+
+
+def child_phases() -> None:
+    django_setup()
+    from django.db.models import Max, Min
+
+    from dreamweb import rls
+    from reviews.models import DreamRun, SessionAnalysis
+
+    with rls.team_scope(rls.team_id_for_slug("acme")):
+        run = DreamRun.objects.order_by("-pk").first()
+        span = SessionAnalysis.objects.filter(run=run).aggregate(first=Min("finished_at"), last=Max("finished_at"))
+        print(
+            json.dumps(
+                {
+                    "started": run.started_at.timestamp(),
+                    "finished": run.finished_at.timestamp(),
+                    "queued": (run.started_at - run.created_at).total_seconds(),
+                    "dispatch": (span["first"] - run.started_at).total_seconds(),
+                    "batches": (span["last"] - span["first"]).total_seconds(),
+                    "finalize": (run.finished_at - span["last"]).total_seconds(),
+                }
+            )
+        )
+
+
+def describe(used: dict, n: int) -> str:
+    """One line: where the run's time and the machine's CPU went (ms of CPU per session, per kind of process)."""
+    kinds = ("workers", "postgres", "postgres_other", "redis", "command", "bench")  # command: while the run ran
+    per = ", ".join(f"{k} {used[k] * 1000 / n:.2f}" for k in kinds)
+    non_worker = sum(used[k] for k in kinds[1:])
+    return (
+        f"CPU ms/session: {per}; other CPU per worker CPU s {non_worker / max(used['workers'], 1e-9):.2f};"
+        f" machine busy {used['machine']:.1f} of {used['machine_of']:.1f} CPU s"
+        f" ({used['machine'] / max(used['machine_of'], 1e-9):.0%});"
+        f" wall s: queued {used['wall_queued']:.2f}, dispatch {used['wall_dispatch']:.2f},"
+        f" batches {used['wall_batches']:.2f}, finalize {used['wall_finalize']:.2f}"
+    )
+
+
 def flush_redis() -> bool:
     try:
         import redis
@@ -256,6 +418,8 @@ def main() -> int:
     parser.add_argument("--child-load", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-clear", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-run-info", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-phases", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--skip-inprocess", action="store_true", help="only the worker runs (no ratio to in-process)")
     args = parser.parse_args()
     if args.child_load:
         child_load(args.child_load, args.sessions)
@@ -265,6 +429,9 @@ def main() -> int:
         return 0
     if args.child_run_info:
         child_run_info()
+        return 0
+    if args.child_phases:
+        child_phases()
         return 0
 
     n = args.sessions
@@ -284,8 +451,9 @@ def main() -> int:
     beside = args.beside if 0 < args.beside < n else 0
     small: dict[str, list[float]] = {"wall": [], "run": [], "peak": [], "cpu": []}
     cpus = []
+    accounts: dict[int, list[dict]] = {1: [], 2: []}
     for round_ in range(args.repeat):
-        if beside:
+        if beside and not args.skip_inprocess:
             clear_proposals()  # the run's analyses go with it: upkeep reads only this run's
             wall, peak, doc, cpu = dream_measured(beside, base_env())
             for key, value in zip(
@@ -299,7 +467,10 @@ def main() -> int:
                 flush=True,
             )
         clear_proposals()
-        wall, peak, doc, cpu = dream_measured(n, base_env())
+        if args.skip_inprocess:
+            wall, peak, doc, cpu = 0.0, 0.0, {"run": {"seconds": 1.0, "sessions_analysed": 0}, "proposals": []}, 0.0
+        else:
+            wall, peak, doc, cpu = dream_measured(n, base_env())
         cpus.append(cpu)
         walls.append(wall)
         peaks.append(peak)
@@ -317,8 +488,15 @@ def main() -> int:
                 workers.start(count)
                 try:
                     clear_proposals()
-                    wall, _, doc = dream(n, workers.env)
+                    account = CpuAccount(workers.pids())
+                    account.start()
+                    wall, _, doc, command_cpu = dream_measured(n, workers.env, on_start=account.watch)
+                    used = account.stop(command_cpu)
                     info = last_run()
+                    parts = phases()
+                    used["command"] = account.command_during(parts.pop("started"), parts.pop("finished"))
+                    used.update(seconds=info["seconds"], **{f"wall_{k}": v for k, v in parts.items()})
+                    accounts[count].append(used)
                     times[count].append(info["seconds"])
                     worker_rss[count].append(workers.peak_rss())
                     print(
@@ -327,6 +505,7 @@ def main() -> int:
                         f" largest worker RSS {worker_rss[count][-1]:.0f} MiB",
                         flush=True,
                     )
+                    print("  " + describe(used, n), flush=True)
                 finally:
                     workers.stop()
                     flush_redis()
@@ -356,6 +535,11 @@ def main() -> int:
             + ", ".join(f"{a / b:.2f}" for a, b in zip(times[1], inner, strict=True)),
             flush=True,
         )
+
+    if redis_ok:
+        for count in (1, 2):
+            med = {key: statistics.median(a[key] for a in accounts[count]) for key in accounts[count][0]}
+            print(f"CPU median, {count} worker(s): " + describe(med, n), flush=True)
 
     if args.aggregate:
         script = ROOT / "bench" / "aggregate_scaling.py"

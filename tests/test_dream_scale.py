@@ -1,7 +1,7 @@
 """The dream cycle's work that could grow with the run: a batch finds its pending analyses by the unique (run,
-session) index, not by reading every pending analysis of the run; dispatch and finalize hold a chunk of rows as model
-instances at a time, not the whole run's; the findings finalize keeps per session share their repeated strings, and
-a session without findings is only counted."""
+session) index, not by reading every pending analysis of the run; dispatch writes its rows without a model instance
+per row, finalize holds a chunk of rows as model instances at a time, not the whole run's; the findings finalize
+keeps per session share their repeated strings, and a session without findings is only counted."""
 
 from __future__ import annotations
 
@@ -98,7 +98,10 @@ def test_a_batch_analyses_only_its_pending_sessions():
     assert run.sessions_analysed == 2
 
 
-def test_dispatch_writes_the_analysis_rows_a_chunk_at_a_time(monkeypatch):
+def test_dispatch_writes_the_analysis_rows_without_an_object_per_row_in_the_selections_order(monkeypatch):
+    """On PostgreSQL one INSERT from an array of ids (no model instance at all); elsewhere bulk_create a chunk at a
+    time. Either way one pending analysis per selected session, their ids in the selection's order (newest first),
+    which is the order the batches and finalize read them in."""
     team, store, ids = _team_with_sessions("dispatch", 23)
     with rls.team_scope(team):
         run = DreamRun.objects.create(team=team, store=store, dry_run=True, all_sessions=True, options={})
@@ -113,10 +116,16 @@ def test_dispatch_writes_the_analysis_rows_a_chunk_at_a_time(monkeypatch):
 
     with mock.patch.object(SessionAnalysis.objects, "bulk_create", bulk_create):
         batches = steps.dispatch(run.pk)
-    assert sizes == [10, 10, 3]
-    assert sorted(i for batch in batches for i in batch) == ids
+    assert sizes == ([] if connection.vendor == "postgresql" else [10, 10, 3])
+    newest_first = ids[::-1]  # the sessions have no start time: the newest is the last stored
+    assert [i for batch in batches for i in batch] == newest_first
     with rls.team_scope(team):
-        assert SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.PENDING).count() == 23
+        rows = SessionAnalysis.objects.filter(run=run).order_by("id")
+        assert list(rows.values_list("session_id", flat=True)) == newest_first
+        assert {(r.status, str(r.findings), r.tokens_input, r.tokens_output, r.error) for r in rows} == {
+            (AnalysisStatus.PENDING, "[]", 0, 0, "")
+        }
+        assert all(r.team_id == team.pk and r.created_at is not None for r in rows)
 
 
 def test_finalize_stores_one_proposals_evidence_at_a_time():

@@ -76,16 +76,7 @@ def dispatch(run_id: int) -> list[list[int]]:
             )
             if not claimed:
                 return []
-            # A chunk of rows at a time: bulk_create holds every object it is given, and a run of 100,000 sessions
-            # as model instances at once was the largest allocation of the cycle before finalize.
-            for start in range(0, len(ids), ANALYSIS_ROWS_CHUNK):
-                SessionAnalysis.objects.bulk_create(
-                    [
-                        SessionAnalysis(team_id=info.team_id, run_id=run_id, session_id=i)
-                        for i in ids[start : start + ANALYSIS_ROWS_CHUNK]
-                    ],
-                    ignore_conflicts=True,
-                )
+            _create_analyses(info.team_id, run_id, ids)
             log.info("dream #%s: %s sessions selected", run_id, len(ids))
         elif run.status != RunStatus.RUNNING:
             return []
@@ -99,6 +90,34 @@ def dispatch(run_id: int) -> list[list[int]]:
         if not info.dry_run:
             transaction.on_commit(lambda: _fan_out(run_id, batches))
     return batches
+
+
+def _create_analyses(team_id: int, run_id: int, ids: list[int]) -> None:
+    """One pending analysis per selected session, in the selection's order (ids ascending: finalize reads them in
+    that order). On PostgreSQL one INSERT … SELECT from an array: dispatch runs on one worker while the others wait
+    for its messages, and bulk_create of 10,000 rows cost some 1.5 s of that worker's CPU (model instances, 50,000
+    parameters bound one by one) against a few ms."""
+    if connection.vendor != "postgresql":
+        # A chunk of rows at a time: bulk_create holds every object it is given.
+        for start in range(0, len(ids), ANALYSIS_ROWS_CHUNK):
+            SessionAnalysis.objects.bulk_create(
+                [
+                    SessionAnalysis(team_id=team_id, run_id=run_id, session_id=i)
+                    for i in ids[start : start + ANALYSIS_ROWS_CHUNK]
+                ],
+                ignore_conflicts=True,
+            )
+        return
+    table = connection.ops.quote_name(SessionAnalysis._meta.db_table)
+    # Every column with the model's default (they are Python-side defaults, not the database's); only the table
+    # name is formatted in.
+    sql = (
+        f"INSERT INTO {table} (team_id, run_id, session_id, status, findings, tokens_input, tokens_output, error, "  # noqa: S608
+        f"created_at) SELECT %s, %s, s.id, %s, '[]'::jsonb, 0, 0, '', %s "
+        f"FROM unnest(%s::bigint[]) WITH ORDINALITY AS s(id, n) ORDER BY s.n ON CONFLICT DO NOTHING"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [team_id, run_id, AnalysisStatus.PENDING, timezone.now(), list(ids)])
 
 
 def _fan_out(run_id: int, batches: list[list[int]]) -> None:
