@@ -514,7 +514,7 @@ def main() -> int:
         f" peak RSS {statistics.median(peaks):.0f} MiB",
         flush=True,
     )
-    if beside:
+    if beside and small["wall"]:  # not with --skip-inprocess
         med = {key: statistics.median(values) for key, values in small.items()}
         big = {
             "wall": statistics.median(walls),
