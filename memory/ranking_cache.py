@@ -257,13 +257,17 @@ class StoreRanking:
         level = self.scope_rank[at]
         if len(at) > n:
             # Only what can be among the n best is sorted: each level's entries at or above the level's n-th score.
-            keep = np.zeros(len(at), bool)
-            for value in np.unique(level):
-                in_level = np.nonzero(level == value)[0]
-                if len(in_level) > n:
-                    cut = np.partition(score[in_level], len(in_level) - n)[len(in_level) - n]
-                    in_level = in_level[score[in_level] >= cut]
-                keep[in_level] = True
+            if (level == level[0]).all():
+                # One level (the store-wide entries, or one scope): its n-th score, without sorting out the levels.
+                keep = score >= np.partition(score, len(at) - n)[len(at) - n]
+            else:
+                keep = np.zeros(len(at), bool)
+                for value in np.unique(level):
+                    in_level = np.nonzero(level == value)[0]
+                    if len(in_level) > n:
+                        cut = np.partition(score[in_level], len(in_level) - n)[len(in_level) - n]
+                        in_level = in_level[score[in_level] >= cut]
+                    keep[in_level] = True
             at, score, level = at[keep], score[keep], level[keep]
         order = np.lexsort((self.ids[at], -self.updated_us[at], -score, -level))[:n]
         return [(int(at[k]), float(score[k])) for k in order]
@@ -443,16 +447,17 @@ def _rank(key, store, now, version, stores, tsquery_text, *, agent, task, query:
     # The validity window is judged by this process's clock, as the ranking statement judges it.
     valid_us = _us(timezone.now())
     relevance = data.relevance(lexemes) if lexemes else None
+    # Scope level first (task and agent, task, agent, store-wide), and each (agent, task) group is one level: the best
+    # of each group in turn, until the limit is filled, are the best of all of them.
+    if agent and task:
+        groups = [(agent, task), (None, task), (agent, None)]
+    else:
+        groups = [(agent, task)] if agent or task else []
     chosen: list = []
-    if agent or task:
-        levels = [(agent, task), (agent, None), (None, task)] if agent and task else [(agent, task)]
-        at = [data.groups[k] for k in levels if k in data.groups]
-        if at:
-            chosen = data.top(data.valid(np.concatenate(at), valid_us), limit, now_us, relevance)
-    if len(chosen) < limit:
-        wide = data.groups.get((None, None))
-        if wide is not None:
-            chosen += data.top(data.valid(wide, valid_us), limit - len(chosen), now_us, relevance)
+    for group in [*groups, (None, None)]:
+        at = data.groups.get(group)
+        if at is not None and len(chosen) < limit:
+            chosen += data.top(data.valid(at, valid_us), limit - len(chosen), now_us, relevance)
     return data.items(chosen)
 
 
