@@ -232,7 +232,8 @@ DREAMWEB_LLM_FORMAT_TTL = int(os.environ.get("DREAMWEB_LLM_FORMAT_TTL", "86400")
 DREAMWEB_LLM_PRICES = json.loads(os.environ.get("DREAMWEB_LLM_PRICES", "{}"))
 
 # --- Dreams ------------------------------------------------------------------------------------------
-DREAMWEB_DREAM_BATCH_SIZE = int(os.environ.get("DREAMWEB_DREAM_BATCH_SIZE", "25"))
+# Sessions per task of a dream run; 0 (the default): by analyzer (reviews.dreams.runs.batch_size_for).
+DREAMWEB_DREAM_BATCH_SIZE = int(os.environ.get("DREAMWEB_DREAM_BATCH_SIZE", "0") or 0)
 # Task-level retries of a batch after a rate limit, timeout or connection error (then the session fails).
 DREAMWEB_ANALYSIS_MAX_RETRIES = int(os.environ.get("DREAMWEB_ANALYSIS_MAX_RETRIES", "3"))
 DREAMWEB_ISOLATED_CAP = int(os.environ.get("DREAMWEB_ISOLATED_CAP", "200"))

@@ -251,3 +251,20 @@ def test_finalize_holds_nothing_per_session_without_findings():
     assert (small["analysed"], big["analysed"]) == (100, 600)
     assert (big["aggregating"] - small["aggregating"]) / 500 < 30, (small, big)
     assert (big["skills"] - small["skills"]) / 500 < 30, (small, big)
+
+
+def test_a_rules_run_takes_100_sessions_a_batch_a_model_run_25_unless_the_setting_says(settings):
+    """The rules analyzer is about a millisecond a session, so a batch's own round trips weigh at 25 sessions; a
+    model's seconds a session keep its batches small (spread over the workers, inside the visibility timeout)."""
+    from reviews.dreams import runs
+
+    settings.DREAMWEB_DREAM_BATCH_SIZE = 0
+    assert runs.batch_size_for("rules") == 100
+    assert runs.batch_size_for("openai:gpt-x") == 25
+    team, store, ids = _team_with_sessions("batch-size", 230)
+    with rls.team_scope(team):
+        run = runs._create_run(store, "command", None, True, True, "rules", 1000, None)
+    assert run.inputs.batch_size == 100
+    assert [len(b) for b in steps.dispatch(run.pk)] == [100, 100, 30]
+    settings.DREAMWEB_DREAM_BATCH_SIZE = 7
+    assert runs.batch_size_for("rules") == runs.batch_size_for("openai:gpt-x") == 7
