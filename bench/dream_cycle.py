@@ -385,10 +385,15 @@ def describe(used: dict, n: int) -> str:
     kinds = ("workers", "postgres", "postgres_other", "redis", "command", "bench")  # command: while the run ran
     per = ", ".join(f"{k} {used[k] * 1000 / n:.2f}" for k in kinds)
     non_worker = sum(used[k] for k in kinds[1:])
+    # What the machine spent beyond the bench's own processes (other people's work, the command's start-up): on a
+    # quiet machine near 0; when it is not, two workers cannot have two cores.
+    others = used["machine"] - used["workers"] - used["postgres"] - used["postgres_other"] - used["redis"]
+    others -= used["command_all"] + used["bench"]
     return (
         f"CPU ms/session: {per}; other CPU per worker CPU s {non_worker / max(used['workers'], 1e-9):.2f};"
         f" machine busy {used['machine']:.1f} of {used['machine_of']:.1f} CPU s"
-        f" ({used['machine'] / max(used['machine_of'], 1e-9):.0%});"
+        f" ({used['machine'] / max(used['machine_of'], 1e-9):.0%}), of which processes not the bench's"
+        f" {max(0.0, others):.1f} s;"
         f" wall s: queued {used['wall_queued']:.2f}, dispatch {used['wall_dispatch']:.2f},"
         f" batches {used['wall_batches']:.2f}, finalize {used['wall_finalize']:.2f}"
     )
