@@ -244,6 +244,10 @@ class SessionAnalysis(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The session's successful procedure steps (reviews.analysis.procedures.procedure_steps), found by its batch
+    # where the transcript is loaded anyway, so that finalize (one worker, the others idle) does not read every
+    # transcript of the run again. None: not found with the analysis (failed, or analysed before this was kept).
+    steps = models.JSONField(null=True, blank=True)
 
     objects = TeamQuerySet.as_manager()
 

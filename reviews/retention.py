@@ -4,7 +4,8 @@ A session's events are the bulk of the store (kilobytes to megabytes each; the r
 bytes). Once a dream cycle has read a session, what the review needs of it is kept elsewhere: each proposal's
 evidence rows hold their excerpts (reviews.ProposalEvidence), and the session row itself stays (its id, agent, task,
 outcome, times, metadata, event count and size), so sessions still count, link and list. Only ``events`` is
-emptied, and ``events_pruned_at`` says when.
+emptied, and ``events_pruned_at`` says when; so are the procedure steps its analyses kept of it (the commands its
+tool calls ran, which only finalize reads).
 
 A session's events are dropped when all of these hold:
 * it was ingested more than the retention period ago (``ingested_at``);
@@ -77,6 +78,10 @@ def prune_team(team_id: int, *, days: int, now: datetime | None = None, dry_run:
                     break
                 total += AgentSession.objects.filter(team_id=team_id, pk__in=ids, events_pruned_at__isnull=True).update(
                     events=[], events_pruned_at=now
+                )
+                # The commands each analysis kept of the transcript for its run's finalize go with the events.
+                SessionAnalysis.objects.filter(team_id=team_id, session_id__in=ids).exclude(steps=None).update(
+                    steps=None
                 )
     return total
 

@@ -268,3 +268,50 @@ def test_a_rules_run_takes_100_sessions_a_batch_a_model_run_25_unless_the_settin
     assert [len(b) for b in steps.dispatch(run.pk)] == [100, 100, 30]
     settings.DREAMWEB_DREAM_BATCH_SIZE = 7
     assert runs.batch_size_for("rules") == runs.batch_size_for("openai:gpt-x") == 7
+
+
+def test_finalize_reads_each_sessions_procedure_steps_from_its_analysis_not_its_transcript():
+    """A batch keeps each analysed session's procedure steps with its analysis; finalize's procedures read them, not
+    every transcript of the run again, and find what the transcripts give (an analysis without them, from before they
+    were kept, makes finalize read the transcripts)."""
+    from reviews.analysis.procedures import recurring_procedures
+    from reviews.dreams.selection import get_policy
+    from reviews.dreams.skills import run_procedures
+    from tests.test_skills_proposals import rotate_session, tool
+
+    with all_teams():
+        team = TeamFactory(slug="procedures")
+        store = StoreFactory(team=team, slug="eng")
+    docs = [rotate_session(i) for i in range(1, 6)] + [rotate_session(9, outcome="failure")]
+    docs += [{"external_id": f"o-{i}", "agent": "web-dev", "events": tool("x", "npm test")} for i in range(3)]
+    for d in docs:
+        d.pop("session_id", None)
+    with rls.team_scope(team):
+        store_batch(team, [validate_session(d) for d in docs])
+        sessions = list(AgentSession.objects.filter(team=team).order_by("pk"))
+        ids = [s.pk for s in sessions]
+        run = _running(team, store, ids)
+    steps.analyze_batch(run.pk, ids)
+    with rls.team_scope(team):
+        kept = dict(SessionAnalysis.objects.filter(run=run).values_list("session_id", "steps"))
+        by_external = {s.external_id: len(kept[s.pk]) for s in sessions}
+        assert by_external == {f"r-{i}": 4 for i in range(1, 6)} | {"r-9": 0} | {f"o-{i}": 1 for i in range(3)}
+        policy = get_policy(store)
+        expected = recurring_procedures(
+            [
+                {"session_id": s.pk, "external_id": s.external_id, "agent": s.agent, "task": s.task}
+                | {"outcome": s.outcome, "events": s.events}
+                for s in sessions
+            ],
+            min_sessions=policy.min_sessions,
+            min_share=policy.min_share,
+            sessions_analysed=len(ids),
+        )
+        assert expected and sorted(expected[0]["external_ids"]) == [f"r-{i}" for i in range(1, 6)]
+        with CaptureQueriesContext(connection) as queries:
+            assert run_procedures(run, policy, analysed=len(ids)) == expected
+        assert not any('"events"' in q["sql"] for q in queries.captured_queries)
+        SessionAnalysis.objects.filter(run=run, session_id=ids[0]).update(steps=None)
+        with CaptureQueriesContext(connection) as queries:
+            assert run_procedures(run, policy, analysed=len(ids)) == expected
+        assert any('"events"' in q["sql"] for q in queries.captured_queries)

@@ -75,6 +75,8 @@ def _state():
 
 
 def test_retention_drops_only_the_events_of_consumed_sessions_past_the_period(world):
+    with all_teams():  # the procedure steps an analysis kept of its transcript (for its run's finalize)
+        SessionAnalysis.objects.update(steps=[{"index": 1, "step": "make release", "text": "make release"}])
     before = _state()
     assert all(n > 0 for n, _, _ in before.values())
     with no_scope():  # the entry point opens each team's scope itself
@@ -88,8 +90,10 @@ def test_retention_drops_only_the_events_of_consumed_sessions_past_the_period(wo
         assert count == before[eid][2]  # what was received is still said
     for kept in ("unconsumed-old", "consumed-recent", "dry-run-only-old", "failed-run-old", "quoted-pending-old"):
         assert after[kept] == before[kept]
-    with all_teams():  # the evidence excerpts stay
+    with all_teams():  # the evidence excerpts stay; the kept steps go with the events
         assert set(ProposalEvidence.objects.values_list("excerpt", flat=True)) == {"make release"}
+        kept_steps = set(SessionAnalysis.objects.exclude(steps=None).values_list("session__external_id", flat=True))
+        assert kept_steps == set(before) - dropped - {"unconsumed-old"}
         assert ProposalEvidence.objects.filter(session__external_id="quoted-decided-old").count() == 1
     with no_scope():
         assert retention.prune(days=DAYS) == {world.team.pk: 0, world.other.pk: 0}  # idempotent

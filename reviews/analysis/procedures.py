@@ -110,10 +110,11 @@ def recurring_procedures(
 ) -> list[dict]:
     """Sequences of MIN_STEPS..MAX_STEPS successful steps that recur in at least ``min_sessions`` sessions.
 
-    ``sessions``: dicts {session_id, external_id, agent, task, outcome, events}; failed or abandoned sessions do
-    not count. A sequence must also recur within its work: in PROCEDURE_MIN_TASK_SHARE of the sessions of its
-    most common agent and task. Returns maximal sequences (one nested in a longer accepted one is dropped), most
-    common first: {steps, texts, sessions, external_ids, agents, tasks, evidence}.
+    ``sessions``: dicts {session_id, external_id, agent, task, outcome, events} (or ``steps``, the session's
+    procedure_steps, instead of its events); failed or abandoned sessions do not count. A sequence must also recur
+    within its work: in PROCEDURE_MIN_TASK_SHARE of the sessions of its most common agent and task. Returns
+    maximal sequences (one nested in a longer accepted one is dropped), most common first: {steps, texts, sessions,
+    external_ids, agents, tasks, evidence}.
     """
     # Pass 1: each session's steps (small: the events are not kept) and the sessions supporting each 3-step window.
     per_work: Counter = Counter()
@@ -126,7 +127,8 @@ def recurring_procedures(
         per_work[(meta["agent"], meta["task"])] += 1
         if s.get("outcome") in ("failure", "abandoned"):
             continue
-        steps = procedure_steps(s.get("events") or [])[:MAX_SESSION_STEPS]
+        steps = s.get("steps")  # found beforehand (with the session's analysis), else from its events
+        steps = (procedure_steps(s.get("events") or []) if steps is None else steps)[:MAX_SESSION_STEPS]
         keys = [st["step"] for st in steps]
         windows = {tuple(keys[i : i + MIN_STEPS]) for i in range(len(keys) - MIN_STEPS + 1)}
         if windows:

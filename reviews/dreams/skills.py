@@ -18,19 +18,36 @@ from ..analysis.findings import ProposalDraft, SessionFindings, count_sources
 from ..analysis.procedures import recurring_procedures
 from ..analysis.risk import assess, redact_draft
 from ..analysis.skills import group_findings, skill_drafts
-from ..models import AnalysisStatus, AutonomyPolicy, DreamRun
+from ..models import AnalysisStatus, AutonomyPolicy, DreamRun, SessionAnalysis
 
 
 def run_procedures(run: DreamRun, policy: AutonomyPolicy, *, analysed: int) -> list[dict]:
-    """The recurring procedures of the run's analysed sessions (``analysed``: how many). Their events are streamed
-    in chunks, by a join on the run's analyses (not a list of its 100,000 ids); recurring_procedures keeps only each
-    session's successful steps, not its events."""
-    rows = (
-        AgentSession.objects.filter(team_id=run.team_id, analyses__run=run, analyses__status=AnalysisStatus.DONE)
-        .order_by("pk")
-        .values("events", "outcome", "agent", "task", "external_id", session_id=F("pk"))
-        .iterator(chunk_size=100)
-    )
+    """The recurring procedures of the run's analysed sessions (``analysed``: how many), in the sessions' order.
+    Each analysis carries its session's procedure steps (found by its batch, in parallel on the workers): read
+    those, not every transcript again on the one worker that finalizes (at 10,000 sessions 13 MB of events, a third
+    of finalize's time). A run with an analysis without them (analysed before they were kept) streams the events,
+    by a join on the run's analyses (not a list of its 100,000 ids)."""
+    done = SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE)
+    if done.filter(steps__isnull=True).exists():
+        rows = (
+            AgentSession.objects.filter(team_id=run.team_id, analyses__run=run, analyses__status=AnalysisStatus.DONE)
+            .order_by("pk")
+            .values("events", "outcome", "agent", "task", "external_id", session_id=F("pk"))
+            .iterator(chunk_size=100)
+        )
+    else:
+        rows = (
+            done.order_by("session_id")
+            .values(
+                "steps",
+                "session_id",
+                outcome=F("session__outcome"),
+                agent=F("session__agent"),
+                task=F("session__task"),
+                external_id=F("session__external_id"),
+            )
+            .iterator(chunk_size=2000)
+        )
     return recurring_procedures(
         rows, min_sessions=policy.min_sessions, min_share=policy.min_share, sessions_analysed=analysed
     )

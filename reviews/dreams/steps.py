@@ -21,6 +21,7 @@ from memory.sessions import session_document
 
 from ..analysis import registry
 from ..analysis.findings import stored_findings
+from ..analysis.procedures import MAX_SESSION_STEPS, procedure_steps
 from ..models import AnalysisStatus, DreamRun, RunStatus, SessionAnalysis
 from .finalizing import finalize_run
 from .queue import TASK_OPTIONS, backoff, enqueue, run_info
@@ -187,6 +188,7 @@ def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: boo
                     findings=stored_findings(analysis),
                     tokens_input=int(analysis.tokens_input or 0),
                     tokens_output=int(analysis.tokens_output or 0),
+                    steps=_steps_of(session),
                 )
         spent += result["tokens_input"] + result["tokens_output"]
         results.append(result)
@@ -199,6 +201,14 @@ def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: boo
         raise RetryLater(retry)
     if done:
         enqueue(finalize_run, run_id)
+
+
+def _steps_of(session: AgentSession) -> list[dict]:
+    """The session's procedure steps, as finalize's recurring_procedures takes them (none for a failed or abandoned
+    session: those do not count there)."""
+    if session.outcome in ("failure", "abandoned"):
+        return []
+    return procedure_steps(session.events or [])[:MAX_SESSION_STEPS]
 
 
 def _pending_of(run_id: int, session_ids: Sequence[int]) -> dict[int, int]:
@@ -271,21 +281,24 @@ def _update_pending(results: list[dict], now) -> set[int]:
                 tokens_input=r["tokens_input"],
                 tokens_output=r["tokens_output"],
                 error=r["error"],
+                steps=r.get("steps"),
                 finished_at=now,
             ):
                 changed.add(r["id"])
         return changed
     # One statement for the whole batch on PostgreSQL (a batch's 25 single-row updates cost ten times more).
     table = connection.ops.quote_name(SessionAnalysis._meta.db_table)
-    values = ", ".join(["(%s::bigint, %s, %s::jsonb, %s::integer, %s::integer, %s)"] * len(results))
+    values = ", ".join(["(%s::bigint, %s, %s::jsonb, %s::integer, %s::integer, %s, %s::jsonb)"] * len(results))
     params: list = []
     for r in results:
+        steps = None if r.get("steps") is None else json.dumps(r["steps"])  # None: SQL NULL, not JSON null
         params += [r["id"], r["status"], json.dumps(r["findings"]), r["tokens_input"], r["tokens_output"], r["error"]]
+        params.append(steps)
     # Only the table name and placeholders are formatted in; every value is a parameter.
     sql = (
         f"UPDATE {table} AS a SET status = v.status, findings = v.findings, tokens_input = v.ti, "  # noqa: S608
-        f"tokens_output = v.tout, error = v.error, finished_at = %s "
-        f"FROM (VALUES {values}) AS v(id, status, findings, ti, tout, error) "
+        f"tokens_output = v.tout, error = v.error, steps = v.steps, finished_at = %s "
+        f"FROM (VALUES {values}) AS v(id, status, findings, ti, tout, error, steps) "
         f"WHERE a.id = v.id AND a.status = %s RETURNING a.id"
     )
     with connection.cursor() as cursor:
