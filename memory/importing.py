@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from django.conf import settings
 from django.db import connection, connections
 
 from dreamweb import rls
 
 from . import importers
-from .importers import AUTO, Options, Parsed, Source, UnknownFormat
+from .importers import AUTO, Options, Parsed, Source, UnknownFormat, dreamweb
 from .importers.source import read_lines  # noqa: F401 - part of this module's interface (tests, benchmarks)
 from .sessions import (
     SOURCE_IMPORT,
@@ -258,7 +259,9 @@ class Importer:
         task, and imported in the folder's order as if read here."""
         files = list(files_of(path))
         workers = self.workers if self.workers is not None else pool_size()
-        if workers > 1 and len(files) >= POOL_MIN_FILES and "fork" in multiprocessing.get_all_start_methods():
+        if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+            workers = 1
+        if workers > 1 and len(files) >= POOL_MIN_FILES:
             for outcome in convert_in_pool(files, format, options, workers):
                 if outcome[0] == OPENED:
                     self.stats.files += 1
@@ -267,7 +270,7 @@ class Importer:
             return
         for file, label in files:
             self.stats.files += 1
-            for outcome in file_outcomes(file, label, format, options):
+            for outcome in file_outcomes(file, label, format, options, workers):
                 self.apply(outcome)
 
 
@@ -284,16 +287,27 @@ FAILED = "failed"  # payload: the exception that stopped a pool's worker (conver
 
 
 def outcomes(
-    stream: BinaryIO, format: str = AUTO, options: Options | None = None, name: str = "", prefix: str = ""
+    stream: BinaryIO,
+    format: str = AUTO,
+    options: Options | None = None,
+    name: str = "",
+    prefix: str = "",
+    workers: int = 1,
 ) -> Iterator[Outcome]:
     """One file's outcomes: its format, then each session validated, each rejected part and each notice, as read
-    (lazily: a long file is never held whole)."""
+    (lazily: a long file is never held whole). With ``workers`` (more than one), a canonical file's lines are
+    parsed and validated by that many processes (read_in_pool), with the same outcomes."""
+    source = Source(stream, name)
     try:
-        found, items = importers.read(Source(stream, name), format, options)
+        found, items = importers.read(source, format, options)
     except UnknownFormat as exc:
         yield REJECTED, name or "input", str(exc)
         return
     yield FOUND, "", found.name
+    if workers > 1 and found is importers.FORMATS["dreamweb"]:
+        items.close()  # not started: it has read nothing
+        yield from read_in_pool(source, options or Options(), prefix, workers)
+        return
     for item in items:
         where = f"{prefix}{item.where}"
         if item.notice is not None:
@@ -306,14 +320,20 @@ def outcomes(
             yield SESSION, where, clean
 
 
-def file_outcomes(file: Path, label: str, format: str = AUTO, options: Options | None = None) -> Iterator[Outcome]:
+def file_outcomes(
+    file: Path, label: str, format: str = AUTO, options: Options | None = None, workers: int = 1
+) -> Iterator[Outcome]:
+    """``workers``: processes that may parse a canonical file's lines, used for a file of POOL_LINES_MIN_BYTES or
+    more (a smaller one does not pay for starting them)."""
     try:
         stream = open(file, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         yield UNREADABLE, str(file), f"cannot read: {exc.strerror}"
         return
     with stream:
-        yield from outcomes(stream, format, options, name=str(file), prefix=label)
+        if workers > 1 and os.fstat(stream.fileno()).st_size < POOL_LINES_MIN_BYTES:
+            workers = 1
+        yield from outcomes(stream, format, options, name=str(file), prefix=label, workers=workers)
 
 
 def validated(item: Parsed, format_name: str) -> CleanSession | str:
@@ -480,6 +500,76 @@ def convert_in_pool(
                 submit()
         if task:
             submit()
+        while flight:
+            yield from oldest()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+# One large canonical file: parsing and validating a line (~70 us of Python) and building the writer's rows share
+# this process's GIL, so the import used about one core and a fifth of two. Its lines are independent: runs of them
+# are parsed and validated by worker processes, which hand each session's events and metadata back as JSONText
+# (COPY stores it as it is), while this process reads the lines, applies the outcomes in the file's order and stores.
+POOL_LINES_MIN_BYTES = 4 * 1024 * 1024
+TASK_LINES = 100
+TASK_LINE_BYTES = 512 * 1024
+
+
+def _parsed_lines(lines: list[tuple[int, bytes | None, int]], limit: int, options: Options, prefix: str):
+    """A worker's task: the outcomes of a run of a canonical file's lines, as outcomes() gives them serially. An
+    error ends the task with a FAILED outcome after the outcomes before it."""
+    out: list[Outcome] = []
+    for number, line, size in lines:
+        try:
+            item = dreamweb.parse_line(number, line, size, limit, options)
+            if item is None:
+                continue
+            clean = validated(item, dreamweb.FORMAT.name)
+        except Exception as exc:
+            exc.add_note(f"in a worker parsing line {number}:\n{traceback.format_exc()}")
+            out.append((FAILED, f"{prefix}line {number}", exc))
+            break
+        where = f"{prefix}{item.where}"
+        if isinstance(clean, str):
+            out.append((REJECTED, where, clean))
+            continue
+        fields = clean.fields
+        fields["events"] = JSONText.of(fields["events"])
+        fields["metadata"] = JSONText.of(fields["metadata"])
+        out.append((SESSION, where, clean))
+    return out
+
+
+def read_in_pool(source: Source, options: Options, prefix: str, workers: int) -> Iterator[Outcome]:
+    """A canonical file's outcomes after FOUND, in its order, its lines parsed and validated by ``workers`` forked
+    processes in runs of up to TASK_LINES lines (TASK_LINE_BYTES). The lines are read here, as the serial reader
+    reads them (Source.lines: numbers, lines over the limit read past), so every message is the serial one. At most
+    2 tasks a worker are in flight, so memory stays flat; a worker's error is raised in its line's turn, after the
+    outcomes before it."""
+    limit = settings.DREAMWEB_MAX_SESSION_BYTES
+    window = 2 * workers
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    flight: deque[Future] = deque()
+    task: list[tuple[int, bytes | None, int]] = []
+    task_bytes = 0
+
+    def oldest() -> Iterator[Outcome]:
+        for outcome in flight.popleft().result():
+            if outcome[0] == FAILED:
+                raise outcome[2]
+            yield outcome
+
+    try:
+        for item in source.lines(limit):
+            task.append(item)
+            task_bytes += item[2] if item[1] is not None else 0
+            if len(task) >= TASK_LINES or task_bytes >= TASK_LINE_BYTES:
+                while len(flight) >= window:
+                    yield from oldest()
+                flight.append(pool.submit(_parsed_lines, task, limit, options, prefix))
+                task, task_bytes = [], 0
+        if task:
+            flight.append(pool.submit(_parsed_lines, task, limit, options, prefix))
         while flight:
             yield from oldest()
     finally:

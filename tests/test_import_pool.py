@@ -172,3 +172,79 @@ def test_the_writer_thread_stores_a_pooled_folder_in_the_team_scope(tmp_path, mo
             assert AgentSession.objects.count() == 0  # and from another team's
         with rls.team_scope(team):
             assert AgentSession.objects.count() == 32
+
+
+def canonical_file(tmp_path):
+    """A canonical file of many lines with every kind of line: rejected ones (not JSON, invalid, over the size
+    limit), blank ones, a session twice (the same content: unchanged the second time) and an external_id twice with
+    other content (a conflict)."""
+    lines = [canonical(f"c{i}") for i in range(40)]
+    lines[3] = "{broken\n"
+    lines[7] = "\n"
+    lines[9] = json.dumps({"external_id": "no-events", "agent": "bot"}) + "\n"
+    lines[12] = canonical("big", metadata={"pad": "x" * 3000})
+    lines[15] = canonical("c1")
+    lines[37] = canonical("c2", task="other")  # after every other rejection: a conflict is reported when found
+    lines[22] = "   \r\n"
+    lines[30] = json.dumps({"external_id": "no-agent", "events": []}) + "\n"
+    path = tmp_path / "sessions.jsonl"
+    path.write_text("".join(lines))
+    return path
+
+
+def test_a_large_canonical_file_parsed_by_workers_reports_and_stores_what_a_serial_import_does(
+    tmp_path, monkeypatch, settings
+):
+    settings.DREAMWEB_MAX_SESSION_BYTES = 2000
+    path = canonical_file(tmp_path)
+    submitted = []
+
+    class Counting(importing.ProcessPoolExecutor):
+        def submit(self, *args, **kwargs):
+            submitted.append([number for number, _, _ in args[1]])
+            return super().submit(*args, **kwargs)
+
+    monkeypatch.setattr(importing, "ProcessPoolExecutor", Counting)
+    monkeypatch.setattr(importing, "POOL_LINES_MIN_BYTES", 0)
+    monkeypatch.setattr(importing, "TASK_LINES", 3)
+    serial_team, pooled_team = TeamFactory(), TeamFactory()
+    serial = run(serial_team, path, workers=1, batch_size=4)
+    assert submitted == []
+    pooled = run(pooled_team, path, workers=2, batch_size=4)
+    assert sum(submitted, []) == list(range(1, 41)) and max(map(len, submitted)) == 3  # every line, in runs
+    assert pooled == serial
+    stats, said = pooled
+    assert (stats.lines, stats.imported, stats.unchanged, stats.rejected) == (38, 32, 1, 5)
+    assert [where for _, where, _ in said] == ["line 4", "line 10", "line 13", "line 31", "line 38"]
+    assert "limit is 2000 bytes" in said[2][2] and "conflict" in said[4][2]
+    assert rows(pooled_team) == rows(serial_team) and len(rows(pooled_team)) == 32
+    again = run(pooled_team, path, workers=2, batch_size=4)
+    assert again == run(serial_team, path, workers=1, batch_size=4)
+    assert (again[0].imported, again[0].unchanged, again[0].rejected) == (0, 33, 5)
+
+
+def test_a_small_canonical_file_is_parsed_here(tmp_path, monkeypatch):
+    path = canonical_file(tmp_path)
+    monkeypatch.setattr(importing, "POOL_LINES_MIN_BYTES", path.stat().st_size + 1)
+    monkeypatch.setattr(importing, "read_in_pool", None)  # would fail if called
+    stats, _ = run(TeamFactory(), path, workers=2)
+    assert stats.imported == 33
+
+
+def test_an_error_in_a_line_worker_reaches_the_caller_after_the_lines_before_it(tmp_path, monkeypatch):
+    path = tmp_path / "sessions.jsonl"
+    path.write_text("".join(canonical(f"c{i:02}") for i in range(30)))
+    real = importing.validated
+
+    def broken(item, format_name):
+        if item.doc["external_id"] == "c17":
+            raise RuntimeError("validator bug")
+        return real(item, format_name)
+
+    monkeypatch.setattr(importing, "validated", broken)  # the workers are forked: they run this too
+    monkeypatch.setattr(importing, "POOL_LINES_MIN_BYTES", 0)
+    monkeypatch.setattr(importing, "TASK_LINES", 4)
+    team = TeamFactory()
+    with pytest.raises(RuntimeError, match="validator bug"):
+        run(team, path, workers=2, batch_size=1)
+    assert {eid for eid, *_ in rows(team)} == {f"c{i:02}" for i in range(17)}

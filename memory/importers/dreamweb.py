@@ -26,24 +26,30 @@ def sniff(source: Source) -> bool:
 def read(source: Source, options: Options) -> Iterator[Parsed]:
     limit = settings.DREAMWEB_MAX_SESSION_BYTES
     for number, line, size in source.lines(limit):
-        if line is not None and not line.strip():
-            continue
-        where = f"line {number}"
-        if line is None or size > limit:
-            yield Parsed(where, error=str(SessionTooLarge(size, limit)))
-            continue
-        try:
-            doc, hints = input_guard.parse(line.rstrip(b"\r\n"))
-        except input_guard.Refused as exc:
-            yield Parsed(where, error=json_error(exc))
-            continue
-        if isinstance(doc, dict):
-            # --agent / --task name what a line leaves out; they never override what it says.
-            if options.agent and not doc.get("agent"):
-                doc["agent"] = options.agent
-            if options.task and not doc.get("task"):
-                doc["task"] = options.task
-        yield Parsed(where, doc=doc, size=size, raw=line, hints=hints)
+        item = parse_line(number, line, size, limit, options)
+        if item is not None:
+            yield item
+
+
+def parse_line(number: int, line: bytes | None, size: int, limit: int, options: Options) -> Parsed | None:
+    """One line of Source.lines(limit) as read() hands it on; None for a blank line. Apart so that a pool's worker
+    parses a run of a large file's lines exactly as read() would (memory.importing.read_in_pool)."""
+    if line is not None and not line.strip():
+        return None
+    where = f"line {number}"
+    if line is None or size > limit:
+        return Parsed(where, error=str(SessionTooLarge(size, limit)))
+    try:
+        doc, hints = input_guard.parse(line.rstrip(b"\r\n"))
+    except input_guard.Refused as exc:
+        return Parsed(where, error=json_error(exc))
+    if isinstance(doc, dict):
+        # --agent / --task name what a line leaves out; they never override what it says.
+        if options.agent and not doc.get("agent"):
+            doc["agent"] = options.agent
+        if options.task and not doc.get("task"):
+            doc["task"] = options.task
+    return Parsed(where, doc=doc, size=size, raw=line, hints=hints)
 
 
 FORMAT = Format(
