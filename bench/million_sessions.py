@@ -333,6 +333,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=10)
     parser.add_argument("--db", default="dreamweb_bench_million")
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--keep-db", action="store_true", help="keep the database at the end, to look into it")
     args = parser.parse_args()
     loads = [os.getloadavg()[0]]
     db = ScratchDatabase(args.db)
@@ -357,7 +358,8 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        db.drop()
+        if not args.keep_db:
+            db.drop()
     lines = [
         f"| figure | {small['count']:,} sessions | {big['count']:,} sessions |",
         "|---|---:|---:|",

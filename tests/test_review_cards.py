@@ -367,3 +367,28 @@ def test_dropped_clauses_ignore_paraphrases():
     dropped = dropped_clauses(["Use make release.", "Connect to the VPN first, then deploy."], "Use make release.")
     assert "Connect to the VPN first" in dropped and "Use make release." not in dropped
     assert dropped_clauses(["Deploy with make release."], "Always deploy with make release.") == []
+
+
+def test_card_facts_count_distinct_sessions_and_span_their_start_times(world):
+    """The card's strength line: distinct sessions (a session cited twice counts once) and the first and last of
+    their start times, per proposal of the page; another proposal's evidence never leaks into it."""
+    from datetime import UTC, datetime
+
+    from reviews.views import card_evidence
+
+    starts = [datetime(2026, 3, d, 9, 30, tzinfo=UTC) for d in (4, 1, 9)]
+    sessions = [SessionFactory(team=world.team_a, external_id=f"span-{i}", started_at=t) for i, t in enumerate(starts)]
+    cited = make_proposal(world.store_a, evidence_count=0)
+    with_sessions(cited, [(s, i, f"excerpt {i}", []) for i, s in enumerate(sessions)] + [(sessions[0], 9, "again", [])])
+    other = make_proposal(world.store_a, evidence_count=0)
+    late = SessionFactory(team=world.team_a, external_id="span-late", started_at=datetime(2026, 5, 1, tzinfo=UTC))
+    with_sessions(other, [(late, 1, "elsewhere", [])])
+
+    facts = card_evidence._facts([cited.pk, other.pk])
+
+    assert (facts[cited.pk].sessions, facts[cited.pk].first, facts[cited.pk].last) == (3, starts[1], starts[2])
+    assert (facts[other.pk].sessions, facts[other.pk].first, facts[other.pk].last) == (
+        1,
+        late.started_at,
+        late.started_at,
+    )
