@@ -209,3 +209,27 @@ def test_validity_is_judged_at_every_request_not_at_the_build(world):
     assert _version(world.store_a) == version
     assert ranking_cache._cache[(world.team_a.pk, world.store_a.pk)].data is data
     _same_as_statement(key, world.store_a)
+
+
+@pytest.mark.all_teams
+def test_the_first_build_moves_the_process_out_of_full_collections_once(world, monkeypatch):
+    """After a process's first ranking data is built, what is alive is frozen (the collector's full passes no longer
+    walk it: the context p99's pauses); only once per process, after a collection."""
+    import gc
+
+    make_key(world.team_a, name="reader")
+    key = AgentKey.objects.get(team=world.team_a, name="reader")
+    make_entry(world.store_a, key="e0", content="deploy cache lesson")
+    monkeypatch.setattr(ranking_cache, "_frozen", False)
+    ranking_cache.clear()
+    gc.unfreeze()
+    collections = []
+    monkeypatch.setattr(gc, "collect", lambda *a: collections.append(a) or 0)
+    try:
+        ranking_cache.ranked_entries(key, store=world.store_a, limit=5)
+        frozen = gc.get_freeze_count()
+        ranking_cache.clear()
+        ranking_cache.ranked_entries(key, store=world.store_a, limit=5)  # a second build: nothing more
+        assert frozen > 0 and len(collections) == 1
+    finally:
+        gc.unfreeze()
