@@ -203,4 +203,22 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(f"skipped tests: {len(skipped)}")
 
 
+@pytest.fixture
+def store_threads(monkeypatch):
+    """The name of the thread that stored each batch of an import (memory.importing._store, spied on)."""
+    import threading
+
+    from memory import importing
+
+    names: list[str] = []
+    real = importing._store
+
+    def spy(*args, **kwargs):
+        names.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(importing, "_store", spy)
+    return names
+
+
 from tests.personas import *  # noqa: E402,F401,F403 - personas fixtures

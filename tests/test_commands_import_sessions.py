@@ -183,21 +183,13 @@ def _lines(count: int, prefix: str = "w") -> str:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_outside_a_transaction_batches_are_stored_by_the_writer_thread(tmp_path, monkeypatch):
+def test_outside_a_transaction_batches_are_stored_by_the_writer_thread(tmp_path, store_threads):
     team = TeamFactory(slug="acme")
-    stored_by = []
-    real_store = importing._store
-
-    def spy(*args, **kwargs):
-        stored_by.append(threading.current_thread().name)
-        return real_store(*args, **kwargs)
-
-    monkeypatch.setattr(importing, "_store", spy)
     path = tmp_path / "s.jsonl"
     path.write_text(_lines(25))
     code, out, _ = run_import(path, batch_size=10)
     assert (code, out) == (0, "imported 25, unchanged 0, rejected 0\n")
-    assert stored_by == ["import-sessions-writer"] * 3
+    assert store_threads == ["import-sessions-writer"] * 3
     with rls.team_scope(team):
         assert AgentSession.objects.filter(team=team).count() == 25
 

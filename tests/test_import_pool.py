@@ -152,19 +152,11 @@ def test_files_in_flight_are_bounded(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not is_postgres(), reason="row-level security is a PostgreSQL feature")
 @pytest.mark.django_db(transaction=True)
-def test_the_writer_thread_stores_a_pooled_folder_in_the_team_scope(tmp_path, monkeypatch):
+def test_the_writer_thread_stores_a_pooled_folder_in_the_team_scope(tmp_path, store_threads):
     path = folder(tmp_path)
     team, other = TeamFactory(), TeamFactory()
-    stored_by = []
-    real_store = importing._store
-
-    def spy(*args, **kwargs):
-        stored_by.append(threading.current_thread().name)
-        return real_store(*args, **kwargs)
-
-    monkeypatch.setattr(importing, "_store", spy)
     stats, _ = run(team, path, workers=2, batch_size=10)
-    assert stats.imported == 32 and set(stored_by) == {"import-sessions-writer"}
+    assert stats.imported == 32 and set(store_threads) == {"import-sessions-writer"}
     assert len(rows(team)) == 32
     with no_scope():
         assert AgentSession.objects.count() == 0  # invisible outside a scope
