@@ -435,3 +435,29 @@ def test_a_secret_in_the_rationale_or_an_excerpt_alone_makes_it_high(where):
         d.evidence.append({"session_id": 2, "external_id": "s2", "event_index": 1, "excerpt": secret, "trust": "agent"})
     assert risk.assess(d) == ("high", [risk.REASON_SECRET])
     assert risk.assess(d.to_dict()) == ("high", [risk.REASON_SECRET])
+
+
+def test_a_text_is_scanned_once_for_its_risk_and_its_redaction(monkeypatch):
+    """A dream's finalize assesses every evidence excerpt of a draft, then redacts the same excerpts, and one
+    pattern's excerpts recur across sessions: the scan runs once per text, with the same spans each time."""
+    scanned = []
+    scan = risk._scan
+    monkeypatch.setattr(risk, "_scan", lambda text: scanned.append(text) or scan(text))
+    risk._scan_cached.cache_clear()
+    text = "deploy with token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2 then retry"
+    clean = "make deploy-staging"
+    d = draft(clean)
+    d.evidence = [{"excerpt": t, "trust": "agent"} for t in (text, clean) * 3]
+    risk_level, reasons = risk.assess(d)
+    risk.redact_draft(d)
+    assert risk_level == "high" and risk.REASON_SECRET in reasons
+    assert [e["excerpt"] for e in d.evidence] == ["deploy with token [REDACTED] then retry", clean] * 3
+    assert sorted(scanned) == sorted({text, clean, "Seen in 4 of 10 sessions."})
+    # What a caller does with the spans it gets does not change what the next caller gets.
+    risk.find_secrets(text).clear()
+    assert risk.find_secrets(text) == scan(text) != []
+    # A long text (a transcript line, a skill's body) is scanned each time: the cache holds short texts only.
+    long = clean + " " * risk.SCAN_CACHE_CHARS + text
+    assert risk.find_secrets(long) == risk.find_secrets(long) == scan(long) != []
+    assert scanned.count(long) == 2
+    risk._scan_cached.cache_clear()
