@@ -757,10 +757,13 @@ def aggregate(
     store_kind: str = "project",
     allowed_hosts=(),
     agent_tasks: dict | None = None,
+    keep_evidence=None,
 ) -> AggregateResult:
     """Drafts from the analysed sessions' findings. ``sessions``: every analysed session, or, with ``agent_tasks``
     (agent → Counter(task → analysed sessions), counted over every analysed session), only those with findings: a
-    session without findings is then no object at all, only its count (finalize of a 100,000-session cycle)."""
+    session without findings is then no object at all, only its count (finalize of a 100,000-session cycle).
+    ``keep_evidence``: called with each finished draft's evidence rows (assessed and redacted), returns what the
+    draft holds instead (finalize writes them out: reviews.dreams.spill); by default the draft keeps its list."""
     # Grouping allocates many small objects and creates no reference cycles: the cyclic collector would only rescan
     # the growing heap again and again (about 40 % of the time at 100k findings), so it is paused meanwhile.
     paused = gc.isenabled()
@@ -776,6 +779,7 @@ def aggregate(
             store_kind=store_kind,
             allowed_hosts=allowed_hosts,
             agent_tasks=agent_tasks,
+            keep_evidence=keep_evidence,
         )
     finally:
         if paused:
@@ -783,7 +787,17 @@ def aggregate(
 
 
 def _aggregate(
-    sessions, *, sessions_analysed, memory, skills, min_sessions, min_share, store_kind, allowed_hosts, agent_tasks
+    sessions,
+    *,
+    sessions_analysed,
+    memory,
+    skills,
+    min_sessions,
+    min_share,
+    store_kind,
+    allowed_hosts,
+    agent_tasks,
+    keep_evidence,
 ) -> AggregateResult:
     n = max(int(sessions_analysed or 0), len(sessions), 1)
     result = AggregateResult()
@@ -837,6 +851,8 @@ def _aggregate(
         if draft is None:
             continue
         _finish(draft, index, store_kind, allowed)
+        if keep_evidence is not None:
+            draft.evidence = keep_evidence(draft.evidence)
         result.proposals.append(draft)
     for draft in _merge_duplicates(index, n):
         _finish(draft, index, store_kind, allowed)

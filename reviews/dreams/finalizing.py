@@ -56,6 +56,7 @@ from .queue import TASK_OPTIONS, run_info
 from .reports import build_report, draft_report
 from .selection import get_policy
 from .skills import run_procedures, skill_proposals
+from .spill import EvidenceSpill
 from .upkeep import upkeep_proposals
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
@@ -365,9 +366,10 @@ def _fail_unanalysed(run: DreamRun) -> None:
     )
 
 
-def _aggregate(run: DreamRun, policy: AutonomyPolicy) -> tuple[AggregateResult, int, str, dict]:
+def _aggregate(run: DreamRun, policy: AutonomyPolicy, spill: EvidenceSpill) -> tuple[AggregateResult, int, str, dict]:
     """The run's drafts (memory and skills) against the store's memory and the team's skills, how many sessions it
-    analysed, the hash of the memory it aggregated against, and what the optional consolidation step did."""
+    analysed, the hash of the memory it aggregated against, and what the optional consolidation step did. The
+    memory drafts' evidence rows go to ``spill`` as each draft is finished, not held with the findings."""
     memory = snapshot(run.store)
     skills = skill_snapshots(run.team_id)
     analysed = SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE).count()
@@ -386,6 +388,7 @@ def _aggregate(run: DreamRun, policy: AutonomyPolicy) -> tuple[AggregateResult, 
         min_share=policy.min_share,
         store_kind=run.store.kind,
         allowed_hosts=list(run.team.allowed_hosts or []),
+        keep_evidence=spill.keep,
     )
     consolidation = _consolidate(run, policy, memory, result)
     result.proposals += skill_proposals(
@@ -466,11 +469,16 @@ def _record(run: DreamRun, analyses: _Analyses, result: AggregateResult, outcome
 
 def _finalize(run_id: int, team_id: int) -> dict:
     """The steps of finalize: aggregate, screen, persist, record, apply the policy, end the run, report."""
+    with EvidenceSpill() as spill:
+        return _finalize_steps(run_id, team_id, spill)
+
+
+def _finalize_steps(run_id: int, team_id: int, spill: EvidenceSpill) -> dict:
     with rls.team_scope(team_id):
         run = DreamRun.objects.select_related("store", "team").get(pk=run_id)
         _fail_unanalysed(run)
         policy = get_policy(run.store)
-        result, analysed, memory_hash, consolidation = _aggregate(run, policy)
+        result, analysed, memory_hash, consolidation = _aggregate(run, policy, spill)
         screened = _screen(run.store, list(result.proposals))
         analyses = _analyses(run, done=analysed)
         if consolidation:  # the step's tokens are the run's too (its cost, its budget's report)
