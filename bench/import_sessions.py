@@ -43,6 +43,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from _raw_copy import file_chunks, process_cpu, raw_copy
 from _scratch import ScratchDatabase
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,15 +139,6 @@ def base_env() -> dict:
     return env
 
 
-def process_cpu(pid: int) -> float | None:
-    """CPU seconds (user + system) of a process on this machine, from /proc; None when it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class ServerCPU(threading.Thread):
     """Samples the CPU time of every PostgreSQL backend connected to the database (but the sampler's own) every
     50 ms while a command runs; ``seconds`` is the sum of each backend's last reading. What a backend spends in its
@@ -194,34 +186,9 @@ class Postgres:
         return app
 
     def raw_copy(self, path: Path) -> tuple[float, float]:
-        """Seconds to COPY every line of the input (a file, or every file of a folder) as it is into a bare table of
-        one jsonb column: the server's own cost of receiving, parsing and writing the same JSON, the limit an
-        import can approach. The lines go in verbatim (CSV with a quote and a delimiter no JSON text holds), in
-        1 MiB chunks, on one connection, in one transaction; the table is dropped afterwards."""
-        import psycopg
-
-        with psycopg.connect(self.db.owner_url) as conn:
-            conn.execute("CREATE TABLE bench_raw_copy (doc jsonb)")
-            conn.commit()
-            backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-            cpu0 = process_cpu(backend)
-            t0 = time.perf_counter()
-            with conn.cursor() as cur:
-                copy_sql = "COPY bench_raw_copy (doc) FROM STDIN WITH (FORMAT csv, QUOTE e'\\x01', DELIMITER e'\\x02')"
-                with cur.copy(copy_sql) as copy:
-                    for file in input_files(path):
-                        chunk = b""
-                        with file.open("rb") as fh:
-                            while data := fh.read(1 << 20):
-                                copy.write(chunk := data)
-                        if not chunk.endswith(b"\n"):
-                            copy.write(b"\n")
-            conn.commit()
-            seconds = time.perf_counter() - t0
-            server_cpu = process_cpu(backend) - cpu0
-            conn.execute("DROP TABLE bench_raw_copy")
-            conn.commit()
-        return seconds, server_cpu
+        """Seconds to COPY every line of the input (a file, or every file of a folder) as it is into a bare table,
+        in 1 MiB chunks, and its server backend's CPU seconds (bench/_raw_copy.py)."""
+        return raw_copy(self.db.owner_url, file_chunks(input_files(path)))
 
     def cleanup(self) -> None:
         self.db.drop()

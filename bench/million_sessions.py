@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
+from _raw_copy import bytes_chunks, raw_copy
 from _scratch import ScratchDatabase
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,30 +115,11 @@ def sample_file(count: int, *, phase: int, start: datetime) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def raw_copy(db: ScratchDatabase, data: bytes, count: int) -> float:
-    """Sessions/s of a raw COPY of the same lines, verbatim, into a bare table of one jsonb column (what
-    bench/import_sessions.py calls the physical limit), in the same database at the same size, just before the
-    import; the table is dropped afterwards."""
-    with psycopg.connect(db.owner_url) as conn:
-        conn.execute("CREATE TABLE bench_raw_copy (doc jsonb)")
-        conn.commit()
-        t0 = time.perf_counter()
-        with conn.cursor() as cur:
-            sql = "COPY bench_raw_copy (doc) FROM STDIN WITH (FORMAT csv, QUOTE e'\\x01', DELIMITER e'\\x02')"
-            with cur.copy(sql) as copy:
-                for start in range(0, len(data), 1 << 20):
-                    copy.write(data[start : start + (1 << 20)])
-        conn.commit()
-        seconds = time.perf_counter() - t0
-        conn.execute("DROP TABLE bench_raw_copy")
-        conn.commit()
-    return count / seconds
-
-
 def import_sample(db: ScratchDatabase, team, data: bytes, count: int) -> dict:
     from memory.importing import import_sessions
 
-    raw = raw_copy(db, data, count)
+    seconds, _ = raw_copy(db.owner_url, bytes_chunks(data))
+    raw = count / seconds
     t0, c0 = time.perf_counter(), time.process_time()
     stats = import_sessions(io.BytesIO(data), team)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
