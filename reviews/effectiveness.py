@@ -16,8 +16,12 @@ again although the lesson was in the context.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from types import MappingProxyType
+
+from django.db.models.functions import Coalesce
 
 from memory import effectiveness as eff
 from memory.effectiveness import Effect, SessionSignal
@@ -29,42 +33,47 @@ from .models import AnalysisStatus, SessionAnalysis
 
 # Most analysed sessions read for one store's figures (newest first).
 MAX_SESSIONS = 20_000
+# Rows fetched at a time from the stream of analyses (their raw findings are held until the chunk is read).
+ROWS_PER_FETCH = 1000
 
 
-def _analyses(store: MemoryStore) -> list[tuple]:
+def _latest_analyses(store: MemoryStore):
+    """The store's completed analyses by recorded (not dry) runs (a session analysed twice is read from the
+    latest: the highest id)."""
+    return SessionAnalysis.objects.filter(
+        team_id=store.team_id, run__store=store, run__dry_run=False, status=AnalysisStatus.DONE
+    )
+
+
+def _analyses(store: MemoryStore):
     """(session id, external id, agent, task, time, findings) of the store's analysed sessions, the latest completed
-    analysis of each, newest first."""
+    analysis of each, newest first, at most MAX_SESSIONS; streamed (a generator): the caller keeps what it needs of
+    each session, not every session's findings."""
     rows = (
-        SessionAnalysis.objects.filter(
-            team_id=store.team_id, run__store=store, run__dry_run=False, status=AnalysisStatus.DONE
-        )
+        _latest_analyses(store)
         .order_by("-session__started_at", "-session_id", "-id")
         .values_list(
             "session_id",
             "session__external_id",
             "session__agent",
             "session__task",
-            "session__started_at",
-            "session__ingested_at",
+            # One timestamp decoded a row, not two: a session that has no start is placed by its ingestion.
+            Coalesce("session__started_at", "session__ingested_at"),
             "findings",
         )
     )
     seen: set[int] = set()
     names: dict[str, str] = {}
-    out = []
-    for sid, eid, agent, task, started, ingested, findings in rows.iterator(chunk_size=1000):
+    for sid, eid, agent, task, at, findings in rows.iterator(chunk_size=ROWS_PER_FETCH):
         if sid in seen:
             continue
         seen.add(sid)
-        # Held for every session read (up to MAX_SESSIONS): one string per agent and task name, no list for a
-        # session without findings.
-        found = [f for f in findings or () if isinstance(f, dict)] or ()
+        # One string per agent and task name (a signal is held for every session read).
         agent = agent if agent is None else names.setdefault(agent, agent)
         task = task if task is None else names.setdefault(task, task)
-        out.append((sid, eid, agent, task, started or ingested, found))
-        if len(out) >= MAX_SESSIONS:
-            break
-    return out
+        yield sid, eid, agent, task, at, [f for f in findings or () if isinstance(f, dict)]
+        if len(seen) >= MAX_SESSIONS:
+            return
 
 
 def _words_of(f: dict) -> list[str]:
@@ -73,60 +82,147 @@ def _words_of(f: dict) -> list[str]:
     return [w for p in parts if isinstance(p, str) for w in nz.words(p) if w not in nz.STOPWORDS and len(w) > 2]
 
 
+def _born_from(f: dict, sid: int, born_of: dict) -> list[tuple[str, int]]:
+    """(identity of the finding, entry id) for each entry born from this finding of session ``sid``."""
+    return [
+        (signal_key(f), entry_id)
+        for ev in f.get("evidence") or ()
+        for entry_id in born_of.get((sid, int(ev.get("event_index") or 0)), ())
+    ]
+
+
+def _lessons_of_born_sessions(store: MemoryStore, born_of: dict) -> dict[int, list[tuple[str, int]]]:
+    """What the sessions the entries were born from contribute to each entry's identities, read from the same
+    analysis the stream reads for them (the latest), by session id, before the stream: a few sessions (the evidence
+    of the store's applied proposals), so the stream then knows which findings can be an entry's mistake and keeps
+    only those."""
+    sids = sorted({sid for sid, _ in born_of})
+    out: dict[int, list[tuple[str, int]]] = {}
+    for start in range(0, len(sids), 2000):
+        rows = (
+            _latest_analyses(store)
+            .filter(session_id__in=sids[start : start + 2000])
+            .order_by("session_id", "-id")
+            .values_list("session_id", "findings")
+        )
+        for sid, findings in rows:
+            if sid not in out:
+                out[sid] = [pair for f in findings or () if isinstance(f, dict) for pair in _born_from(f, sid, born_of)]
+    return out
+
+
+class _Matches:
+    """lesson_match of each finding, once per distinct finding: a pattern's findings repeat the same fields in each
+    of its sessions (only their evidence, which the match does not read, differs). Kept by a digest of the fields
+    (a few dozen bytes, not the finding) and at most MATCHES_KEPT of them: most findings of a store can be distinct."""
+
+    def __init__(self, index: MemoryIndex):
+        self.index = index
+        self.seen: dict[bytes, tuple] = {}
+
+    def __call__(self, f: dict) -> tuple:
+        fields = json.dumps({k: v for k, v in f.items() if k != "evidence"}, sort_keys=True, default=str)
+        key = hashlib.blake2b(fields.encode(), digest_size=16).digest()
+        found = self.seen.get(key)
+        if found is None:
+            if len(self.seen) >= MATCHES_KEPT:
+                self.seen.clear()
+            found = self.seen[key] = lesson_match(f, self.index)
+        return found
+
+
+MATCHES_KEPT = 4096
+
+
 def session_signals(store: MemoryStore, entries: list[MemoryEntry] | None = None) -> list[SessionSignal]:
-    """One SessionSignal per analysed session of the store."""
+    """One SessionSignal per analysed session of the store.
+
+    The analyses are streamed once: a session's findings are read as it goes by and not held (at the cap, 20,000
+    sessions' decoded findings were upkeep's peak). What a finding can still need once every session is read (it is
+    an entry's mistake when its identity is one an entry was born from, known only at the end) is kept for the few
+    findings that can be: those with an identity of the born sessions' findings (read first) or that memory already
+    holds."""
     if entries is None:
         entries = list(MemoryEntry.objects.filter(team_id=store.team_id, store=store))
-    analyses = _analyses(store)
     origin = eff.origin_evidence(store, [e.pk for e in entries])
     born_of: dict[tuple[int, int], set[int]] = defaultdict(set)
     for entry_id, pairs in origin.items():
         for pair in pairs:
             born_of[pair].add(entry_id)
-    # The identities of the findings each entry was born from.
-    lesson_keys: dict[str, set[int]] = defaultdict(set)
-    for sid, _, _, _, _, findings in analyses:
-        for f in findings:
-            for ev in f.get("evidence") or ():
-                for entry_id in born_of.get((sid, int(ev.get("event_index") or 0)), ()):
-                    lesson_keys[signal_key(f)].add(entry_id)
+    born = _lessons_of_born_sessions(store, born_of) if born_of else {}
     # Scope left out of the index: a lesson scoped to one agent still recognises its mistake in another agent's
     # session (a retrieval miss the scope caused).
     index = MemoryIndex(
         [{"key": str(e.pk), "content": e.content, "content_hash": e.content_hash, "origin": e.origin} for e in entries]
     )
-    signals = []
-    for sid, external_id, agent, task, at, findings in analyses:
-        recurred: set[int] = set()
+    match = _Matches(index)
+    candidates = {key for pairs in born.values() for key, _ in pairs}
+    while True:
+        sessions, lesson_keys = _read_sessions(store, born, born_of, match, candidates)
+        if set(lesson_keys) <= candidates:
+            for i, session in enumerate(sessions):  # in place: each session's tuple goes as its signal comes
+                sessions[i] = _signal(session, lesson_keys)
+            return sessions
+        # A born session's latest analysis changed between the two reads: read again, keeping those findings too.
+        candidates |= set(lesson_keys)
+
+
+def _read_sessions(store: MemoryStore, born: dict, born_of: dict, match, candidates: set) -> tuple[list, dict]:
+    """Every session the stream reads, with what its findings can still need (``candidates``: the identities that
+    can be an entry's), and the identities of the findings each entry was born from."""
+    sessions = []
+    born_read: list[int] = []  # the born sessions the stream read, in its order
+    for sid, external_id, agent, task, at, findings in _analyses(store):
+        if sid in born:
+            born_read.append(sid)
+            # The stream's own row decides (the same analysis unless one was stored in between).
+            born[sid] = [pair for f in findings for pair in _born_from(f, sid, born_of)]
+        kept: list = []
         contradicted: set[int] = set()
-        words: dict[int, list[str]] = defaultdict(list)
-        where: dict[int, tuple[int, str]] = {}
         for f in findings:
-            hit = set(lesson_keys.get(signal_key(f), ()))
-            state, entry = lesson_match(f, index)
-            if entry is not None and state == "known":
-                hit.add(int(entry.key))
-            elif entry is not None and state == "stale":
+            key = signal_key(f)
+            state, entry = match(f)
+            known = int(entry.key) if entry is not None and state == "known" else None
+            if entry is not None and state == "stale":
                 contradicted.add(int(entry.key))
-            recurred |= hit
-            first = next(iter(f.get("evidence") or ()), {})
-            for entry_id in hit:
-                words[entry_id] += _words_of(f)
-                where.setdefault(entry_id, (int(first.get("event_index") or 0), str(first.get("excerpt") or "")))
-        signals.append(
-            SessionSignal(
-                external_id=external_id,
-                at=at,
-                agent=agent or "",
-                task=task,
-                recurred=frozenset(recurred) if recurred else NOTHING,
-                contradicted=frozenset(contradicted - recurred) if contradicted - recurred else NOTHING,
-                words=dict(words) if words else NO_ENTRIES,
-                evidence=where or NO_ENTRIES,
-                session_id=sid,
-            )
-        )
-    return signals
+            if known is not None or key in candidates:
+                first = next(iter(f.get("evidence") or ()), {})
+                where = (int(first.get("event_index") or 0), str(first.get("excerpt") or ""))
+                kept.append((key, known, _words_of(f), where))
+        # Most sessions keep nothing: one shared empty tuple, not a list and a set each.
+        sessions.append((sid, external_id, agent, task, at, tuple(kept), frozenset(contradicted) or NOTHING))
+    lesson_keys: dict[str, set[int]] = defaultdict(set)
+    for sid in born_read:  # in the order the stream read them, as the findings were met
+        for key, entry_id in born[sid]:
+            lesson_keys[key].add(entry_id)
+    return sessions, lesson_keys
+
+
+def _signal(session: tuple, lesson_keys: dict[str, set[int]]) -> SessionSignal:
+    sid, external_id, agent, task, at, kept, contradicted = session
+    recurred: set[int] = set()
+    words: dict[int, list[str]] = defaultdict(list)
+    where: dict[int, tuple[int, str]] = {}
+    for key, known, said, first in kept:
+        hit = set(lesson_keys.get(key, ()))
+        if known is not None:
+            hit.add(known)
+        recurred |= hit
+        for entry_id in hit:
+            words[entry_id] += said
+            where.setdefault(entry_id, first)
+    contradicted = contradicted - recurred
+    return SessionSignal(
+        external_id=external_id,
+        at=at,
+        agent=agent or "",
+        task=task,
+        recurred=frozenset(recurred) if recurred else NOTHING,
+        contradicted=frozenset(contradicted) if contradicted else NOTHING,
+        words=dict(words) if words else NO_ENTRIES,
+        evidence=where or NO_ENTRIES,
+        session_id=sid,
+    )
 
 
 # Shared by the signals of the sessions in which nothing recurred (most of them); read-only.

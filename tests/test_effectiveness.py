@@ -116,3 +116,90 @@ def test_overview_counts_each_verdict(db):
     o = eff.overview(effectiveness.store_effects(h.store))
     assert o.total == 2 and o.counts[eff.HELPFUL] == 1 and o.counts[eff.NEVER_SERVED] == 1
     assert {b["verdict"]: b["pct"] for b in o.bars}[eff.HELPFUL] == 100
+
+
+def test_a_lesson_born_from_the_oldest_session_is_recognised_in_the_newer_ones_read_before_it(db):
+    """The analyses are streamed newest first and a session's findings are not held: the identities a lesson was
+    born from are read first, so a newer session (read before the session the lesson was born from) still counts its
+    mistake, with its words and where it shows."""
+    from memory.models import MemoryVersion
+
+    # Each group's first session is its newest: the oldest session of all is the last of `before`.
+    h = build(StoreFactory(), before=(False, False, True), served=(True, True, False), not_served=(True,))
+    h.lesson.content = "Ship through the release target."  # no command words the matcher could find
+    h.lesson.save()
+    oldest = min(
+        (a for a in h.run.analyses.all() if a.findings[0]["key"].startswith("cmd:make deploy")),
+        key=lambda a: a.session.started_at,
+    )
+    MemoryVersion.objects.filter(entry=h.lesson).update(
+        evidence=[{"session_id": oldest.session_id, "event_index": 1, "excerpt": "make deploy"}]
+    )
+    signals = sorted(effectiveness.session_signals(h.store), key=lambda s: s.at)
+    assert signals[0].session_id == oldest.session_id
+    recurred = [s for s in signals if s.recurred]
+    assert [h.lesson.pk in s.recurred for s in signals] == [True, False, False, False, True, True, True]
+    assert all(s.words[h.lesson.pk] == ["deploy"] for s in recurred)
+    assert all(s.evidence[h.lesson.pk] == (1, "make deploy") for s in recurred)
+    assert not any(s.contradicted for s in signals)
+
+
+def test_each_distinct_finding_is_matched_against_memory_once(db, monkeypatch):
+    """A pattern's findings say the same in each of its sessions (only their evidence differs): the memory match
+    runs once per distinct finding, with the same figures."""
+    h = build(StoreFactory())
+    expected = [(e.key, e.before, e.served, e.not_served, e.verdict) for e in effectiveness.store_effects(h.store)]
+    calls = []
+    match = effectiveness.lesson_match
+    monkeypatch.setattr(effectiveness, "lesson_match", lambda f, index: calls.append(f) or match(f, index))
+    got = [(e.key, e.before, e.served, e.not_served, e.verdict) for e in effectiveness.store_effects(h.store)]
+    assert got == expected
+    # The mistake, the mistake flagged as served memory, and the other finding: 3 of the history's 11 findings.
+    assert len(calls) == 3
+
+
+def test_session_signals_hold_no_finding_that_concerns_no_entry(db, monkeypatch):
+    """Upkeep reads up to 20,000 analysed sessions: a finding that is no entry's mistake is read and let go (they
+    once were all held until every session was read: a dream's upkeep peak at 100,000 sessions)."""
+    import gc
+    import tracemalloc
+
+    from memory.models import MemoryEntry
+    from reviews.analysis.findings import evidence, make_finding
+
+    def noise(i: int) -> list[dict]:
+        return [
+            make_finding(
+                "user_correction",
+                f"pref:tabs-{i}-{j}",
+                f"Session {i} asked for thing {j}: " + "a long wording of a preference nobody holds. " * 12,
+                evidence=[evidence(k, f"excerpt {i} {j} {k} " * 6, "user") for k in range(3)],
+            )
+            for j in range(3)
+        ]
+
+    def peak(n: int) -> float:
+        h = build(StoreFactory(), before=(), served=(), not_served=())
+        for i in range(n):
+            s = SessionFactory(team=h.store.team, agent="deploy-bot")
+            SessionAnalysis.objects.create(
+                team_id=h.store.team_id, run=h.run, session=s, status=AnalysisStatus.DONE, findings=noise(i)
+            )
+        entries = list(MemoryEntry.objects.filter(store=h.store))
+        effectiveness.session_signals(h.store, entries)  # warm: what the first call of a process caches
+        gc.collect()
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            signals = effectiveness.session_signals(h.store, entries)
+            top = tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+        assert len(signals) == n and not any(s.recurred or s.contradicted for s in signals)
+        return top
+
+    monkeypatch.setattr(effectiveness, "ROWS_PER_FETCH", 20)  # what a fetch holds is the same at both sizes
+    small, big = peak(50), peak(250)
+    # Each session's decoded findings are about 6 KB here (held, 11 KB a session of peak); a signal is a few hundred
+    # bytes.
+    assert (big - small) / 200 < 1500, (small, big)
