@@ -233,3 +233,31 @@ def test_dev_corpus_planted_pattern_proposes_an_update_of_the_skill_covering_its
     assert [d["targets"] for d in updates] == [["release-process"]]
     assert "`make release`" in updates[0]["content"] and "`make deploy` from" not in updates[0]["content"]
     assert updates[0]["prevalence_sessions"] == 11 and updates[0]["prevalence_of"] == 31
+
+
+def test_a_group_keeps_the_evidence_rows_a_proposal_quotes_not_one_per_session():
+    """A pattern seen in most of a run's sessions has an evidence row in each; a skill proposal quotes a group's
+    first rows by session and event (ties in the order they came), so a group keeps those only, and each session
+    once however many times it is given."""
+    import random
+
+    from reviews.analysis import skills as skills_mod
+
+    rng = random.Random(7)
+    sessions = []
+    for i in rng.sample(range(1, 301), 300):
+        f = dict(FINDINGS["deploy"], evidence=[
+            {"event_index": rng.choice([2, 4]), "excerpt": f"make deploy ({i}, {j})", "trust": "tool"} for j in range(2)
+        ])  # fmt: skip
+        session = {"session_id": i, "external_id": f"s-{i % 40:03d}", "agent": "deploy-bot", "findings": [f]}
+        sessions += [session, session] if i % 50 == 0 else [session]
+    every = [
+        {"session_id": s["session_id"], "external_id": s["external_id"], **ev}
+        for s in sessions
+        for ev in s["findings"][0]["evidence"]
+    ]
+    expected = sorted(every, key=lambda e: (e["external_id"], e["event_index"]))[: skills_mod.EVIDENCE_PER_GROUP]
+    (group,) = group_findings(sessions)
+    assert len(group["sessions"]) == 300 and sorted(group["sessions"]) == list(range(1, 301))
+    assert group["evidence"] == expected
+    assert skills_mod._evidence([group]) == skills_mod._evidence([{"evidence": every}])

@@ -21,6 +21,7 @@ tagging) where normalize.stem cuts them to six letters to equate paraphrases.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -98,17 +99,22 @@ def _draft(operation: str, content_key: str, *, targets: Sequence[str] = (), tar
 def group_findings(sessions: Iterable) -> list[dict]:
     """Group the findings of analysed sessions by their key. ``sessions``: SessionFindings-like objects or dicts
     (session_id, external_id, agent, task, findings). Each group:
-    {key, kind, summary, old, new, tags, sessions, agents, confidence, trust, evidence}."""
+    {key, kind, summary, old, new, tags, sessions, agents, confidence, trust, evidence}; ``evidence``: the group's
+    first EVIDENCE_PER_GROUP rows by session (external id) and event, all a proposal quotes (a pattern seen in
+    most of 100,000 sessions has a row in each: held as dictionaries they were the skill proposals' peak)."""
     groups: dict[str, dict] = {}
+    members: dict[str, set] = {}  # each group's sessions as a set: a session is counted once, in constant time
+    ranks: dict[str, list] = {}  # each group's first evidence rows, (external id, event, arrival, row), in order
+    arrival = 0
     for s in sessions:
         get = s.get if isinstance(s, dict) else lambda name, s=s: getattr(s, name, None)
         for f in get("findings") or []:
             key = f.get("key")
             if not key:
                 continue
-            g = groups.setdefault(
-                key,
-                {
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = {
                     "key": key,
                     "kind": f.get("kind", ""),
                     "summary": f.get("summary", ""),
@@ -120,10 +126,11 @@ def group_findings(sessions: Iterable) -> list[dict]:
                     "confidences": [],
                     "trusts": [],
                     "evidence": [],
-                },
-            )
+                }
+                members[key], ranks[key] = set(), []
             sid = get("session_id")
-            if sid not in g["sessions"]:
+            if sid not in members[key]:
+                members[key].add(sid)
                 g["sessions"].append(sid)
             if get("agent") and get("agent") not in g["agents"]:
                 g["agents"].append(get("agent"))
@@ -131,22 +138,33 @@ def group_findings(sessions: Iterable) -> list[dict]:
             g["confidences"].append(float(f.get("confidence") or 0.0))
             g["trusts"].append(f.get("trust") or "agent")
             for ev in f.get("evidence") or []:
-                g["evidence"].append(
-                    {
-                        "session_id": sid,
-                        "external_id": get("external_id"),
-                        "event_index": ev.get("event_index", 0),
-                        "excerpt": ev.get("excerpt", ""),
-                        "trust": ev.get("trust", "agent"),
-                    }
-                )
+                arrival += 1
+                _keep_first(ranks[key], get("external_id"), sid, ev, arrival)
     out = []
-    for g in groups.values():
+    for key, g in groups.items():
         confidences = g.pop("confidences")
         g["confidence"] = round(sum(confidences) / len(confidences), 3) if confidences else 0.0
         g["trust"] = lowest_trust(g.pop("trusts"))
+        g["evidence"] = [rank[-1] for rank in ranks[key]]
         out.append(g)
     return sorted(out, key=lambda g: (-len(g["sessions"]), g["key"]))
+
+
+def _keep_first(kept: list, external_id, sid, ev: dict, arrival: int) -> None:
+    """Keep an evidence row among a group's first EVIDENCE_PER_GROUP in the order _evidence reads them (external id,
+    event; ties in the order they came, as a stable sort leaves them); the row is made only when it is kept."""
+    rank = (str(external_id), ev.get("event_index", 0), arrival)
+    if len(kept) >= EVIDENCE_PER_GROUP and rank >= kept[-1][:3]:
+        return
+    row = {
+        "session_id": sid,
+        "external_id": external_id,
+        "event_index": ev.get("event_index", 0),
+        "excerpt": ev.get("excerpt", ""),
+        "trust": ev.get("trust", "agent"),
+    }
+    bisect.insort(kept, (*rank, row), key=lambda r: r[:3])
+    del kept[EVIDENCE_PER_GROUP:]
 
 
 # --- domain match and skill updates ----------------------------------------------------------------------------

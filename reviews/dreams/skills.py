@@ -71,23 +71,26 @@ def skill_proposals(
     if procedures is None:
         procedures = run_procedures(run, policy, analysed=analysed)
     groups = group_findings(sessions)
-    by_id = {s.session_id: s for s in sessions}
-    drafts = []
-    for fields in skill_drafts(
-        groups,
-        skills,
-        sessions_analysed=analysed,
-        procedures=procedures,
-        min_sessions=policy.min_sessions,
-        min_share=policy.min_share,
-    ):
-        draft = ProposalDraft(**fields)
+    drafts = [
+        ProposalDraft(**fields)
+        for fields in skill_drafts(
+            groups,
+            skills,
+            sessions_analysed=analysed,
+            procedures=procedures,
+            min_sessions=policy.min_sessions,
+            min_share=policy.min_share,
+        )
+    ]
+    # Only the sessions the drafts quote (a few per draft), not a dictionary of every session with findings.
+    wanted = {e.get("session_id") for draft in drafts for e in draft.evidence}
+    by_id = {s.session_id: s for s in sessions if s.session_id in wanted}
+    for draft in drafts:
         supporting = {e.get("session_id") for e in draft.evidence}
         draft.prevalence_sources, draft.prevalence_agents = count_sources(_supporting(run, supporting, by_id))
         allowed = list(run.team.allowed_hosts or [])
         draft.risk, draft.risk_reasons = assess(draft, store_kind=run.store.kind, allowed_hosts=allowed)
         redact_draft(draft)
-        drafts.append(draft)
     return drafts
 
 
