@@ -1,0 +1,70 @@
+"""bench/api_context.py's load generator: its own garbage collector never runs inside a measured phase (a full pass
+stops every client thread at once, and the pause was counted as the server's latency), and it says how late it sent."""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_api_context", ROOT / "bench" / "api_context.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Ok(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the name http.server calls
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("rate", [None, 400.0])
+def test_the_load_generator_does_not_collect_during_a_phase(server, rate):
+    bench = _bench()
+    passes_in_phase = []
+
+    def on_gc(phase, info):
+        # A pass started by a client thread is one inside the phase (the collection before it, and the one that may
+        # follow it, run in this thread).
+        if phase == "start" and threading.current_thread() is not threading.main_thread():
+            passes_in_phase.append(info["generation"])
+
+    def make_request(rng):
+        for _ in range(200):  # reference cycles: enough to start several collections if the collector ran
+            a: list = []
+            a.append(a)
+        return "GET", "/", {}
+
+    gc.callbacks.append(on_gc)
+    try:
+        result = bench.load(server, {}, make_request, 60, 3, rate=rate)
+    finally:
+        gc.callbacks.remove(on_gc)
+    assert result["requests"] == 60 and result["errors"] == 0
+    assert passes_in_phase == []
+    assert gc.isenabled()  # given back once the phase is over
+    assert ("late_p99_ms" in result) == (rate is not None)
