@@ -13,6 +13,7 @@ import difflib
 import gc
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import normalize as nz
@@ -207,7 +208,7 @@ def group(sessions: list[SessionFindings]) -> list[list[Bucket]]:
     buckets: dict[tuple[str, str], Bucket] = {}
     for si, sf in enumerate(sessions):
         for f in sf.findings or ():
-            if not isinstance(f, dict):
+            if not isinstance(f, Mapping):
                 continue
             fam = family_of(f)
             key = nz.collapse(str(f.get("key") or "")).lower() or nz.content_key(f.get("summary") or "")

@@ -53,6 +53,7 @@ from ..models import (
 from ..services import NotPending, apply_proposal, policy_allows
 from .expiry import expiry_drafts
 from .queue import TASK_OPTIONS, run_info
+from .records import Shapes
 from .reports import build_report, draft_report
 from .selection import get_policy
 from .skills import run_procedures, skill_proposals
@@ -91,7 +92,8 @@ def _session_findings(run: DreamRun) -> _RunSessions:
             "session_id", "session__external_id", "session__agent", "session__task", "findings", "session__source"
         )
     )
-    names: dict[str, str] = {}
+    names: dict = {}
+    shapes = Shapes()
     out = []
     analysed = 0
     agent_tasks: dict[str, Counter] = defaultdict(Counter)
@@ -100,7 +102,7 @@ def _session_findings(run: DreamRun) -> _RunSessions:
         agent = names.setdefault(agent, agent)
         task = task if task is None else names.setdefault(task, task)
         agent_tasks[agent][task] += 1
-        found = [_shared_keys(f, names) for f in evidence_findings(findings)] if findings else ()
+        found = [_shared_keys(f, names, shapes) for f in evidence_findings(findings)] if findings else ()
         if not found:
             continue
         out.append(SessionFindings(sid, eid, agent, task, found, source=names.setdefault(source or "", source or "")))
@@ -109,31 +111,35 @@ def _session_findings(run: DreamRun) -> _RunSessions:
 
 # Strings up to this length are shared between findings (names, kinds, trust levels, tools, short commands).
 SHARED_STRING_CHARS = 40
-# A pattern's key, wording, commands and error are the same text in each of its sessions (the aggregation groups
-# them by it): shared whatever their length. An excerpt is shared only with a text already kept (a note's excerpt is
-# its summary, a command's is the command), never added for its own sake: most quote one session.
-SHARED_FIELDS = frozenset({"key", "summary", "old", "new", "error"})
+# A pattern's key, wording, commands, error and its signature are the same text in each of its sessions (the
+# aggregation groups them by it): shared whatever their length. An excerpt is shared only with a text already kept (a
+# note's excerpt is its summary, a command's is the command), never added for its own sake: most quote one session.
+SHARED_FIELDS = frozenset({"key", "summary", "old", "new", "error", "error_signature"})
 
 
-def _shared_field(key: str, value, names: dict[str, str]):
+def _shared_field(key: str, value, names: dict, shapes: Shapes):
     if isinstance(value, str):
         if key in SHARED_FIELDS:
             return names.setdefault(value, value)
         if key == "excerpt":
             return names.get(value, value)
-    return _shared_keys(value, names)
+    return _shared_keys(value, names, shapes)
 
 
-def _shared_keys(value, names: dict[str, str]):
-    """The value with every dictionary key and short string replaced by one shared string per text. Each row's JSON
-    is decoded on its own, so without this every finding carries its own copies of the same dozen key names and of
-    its kind, trust levels and tool."""
+def _shared_keys(value, names: dict, shapes: Shapes):
+    """The value with every short string replaced by one shared string per text, and every JSON object by a Record
+    (reviews.dreams.records) whose key names are one tuple per shape. Each row's JSON is decoded on its own, so
+    without this every finding carries its own dictionary tables, its own copies of the same dozen key names and of
+    its kind, trust levels and tool, and its own float for the same confidence."""
     if isinstance(value, dict):
-        return {names.setdefault(k, k): _shared_field(k, v, names) for k, v in value.items()}
+        keys = tuple(names.setdefault(k, k) for k in value)
+        return shapes.record(keys, tuple(_shared_field(k, v, names, shapes) for k, v in value.items()))
     if isinstance(value, list):
-        return [_shared_keys(v, names) for v in value]
+        return [_shared_keys(v, names, shapes) for v in value]
     if isinstance(value, str) and len(value) <= SHARED_STRING_CHARS:
         return names.setdefault(value, value)
+    if type(value) is float and value:  # not 0.0: -0.0 equals it and would come back as 0.0
+        return names.setdefault(value, value)  # a float never equals a string key
     return value
 
 
