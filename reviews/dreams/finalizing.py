@@ -102,7 +102,7 @@ def _session_findings(run: DreamRun) -> _RunSessions:
         agent = names.setdefault(agent, agent)
         task = task if task is None else names.setdefault(task, task)
         agent_tasks[agent][task] += 1
-        found = [_shared_keys(f, names, shapes) for f in evidence_findings(findings)] if findings else ()
+        found = _exact(_shared_keys(f, names, shapes) for f in evidence_findings(findings)) if findings else ()
         if not found:
             continue
         out.append(SessionFindings(sid, eid, agent, task, found, source=names.setdefault(source or "", source or "")))
@@ -115,6 +115,11 @@ SHARED_STRING_CHARS = 40
 # aggregation groups them by it): shared whatever their length. An excerpt is shared only with a text already kept (a
 # note's excerpt is its summary, a command's is the command), never added for its own sake: most quote one session.
 SHARED_FIELDS = frozenset({"key", "summary", "old", "new", "error", "error_signature"})
+
+
+def _exact(items) -> list:
+    """A list of exactly its length: a comprehension's list keeps room to grow (88 bytes for one item, not 64)."""
+    return list(tuple(items))
 
 
 def _shared_field(key: str, value, names: dict, shapes: Shapes):
@@ -135,7 +140,8 @@ def _shared_keys(value, names: dict, shapes: Shapes):
         keys = tuple(names.setdefault(k, k) for k in value)
         return shapes.record(keys, tuple(_shared_field(k, v, names, shapes) for k, v in value.items()))
     if isinstance(value, list):
-        return [_shared_keys(v, names, shapes) for v in value]
+        # Most findings have no tags: one empty list for all of them (nothing in finalize writes to a finding).
+        return _exact(_shared_keys(v, names, shapes) for v in value) if value else shapes.empty
     if isinstance(value, str) and len(value) <= SHARED_STRING_CHARS:
         return names.setdefault(value, value)
     if type(value) is float and value:  # not 0.0: -0.0 equals it and would come back as 0.0

@@ -50,10 +50,11 @@ class Record(Mapping):
 
 
 class Shapes:
-    """One Shape per sequence of key names met while loading."""
+    """One Shape per sequence of key names met while loading, and one empty list for every empty JSON array."""
 
     def __init__(self) -> None:
         self._shapes: dict[tuple[str, ...], Shape] = {}
+        self.empty: list = []
 
     def record(self, keys: tuple[str, ...], values: tuple) -> Record:
         shape = self._shapes.get(keys)
