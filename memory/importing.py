@@ -40,6 +40,7 @@ from .sessions import (
     JSONText,
     SessionInvalid,
     SessionTooLarge,
+    copy_row,
     source_of,
     store_batch,
     validate_session,
@@ -420,6 +421,19 @@ def pool_size() -> int:
     return min(cores, 4)
 
 
+def handed_over(clean: CleanSession) -> CleanSession:
+    """A session as a pool's worker hands it back: its events and metadata as JSONText (bytes cost nothing to pickle,
+    where a tree of dictionaries costs twice what writing it as JSON does), and on PostgreSQL its COPY row made here
+    (CleanSession.row): made by the writer thread, the rows cost the importer's process as much CPU as everything
+    else it does, under the one GIL its reading and unpickling need too."""
+    fields = clean.fields
+    fields["events"] = JSONText.of(fields["events"])
+    fields["metadata"] = JSONText.of(fields["metadata"])
+    if connection.vendor == "postgresql":
+        clean.row = copy_row(fields)
+    return clean
+
+
 def _converted(files: list[tuple[Path, str]], format: str, options: Options | None) -> list[Outcome]:
     """A worker's task: the outcomes of a run of files, OPENED before each file's, whole (pickled back; a session's
     events and metadata as JSONText: bytes cost nothing to pickle, where a tree of dictionaries costs twice what
@@ -431,9 +445,7 @@ def _converted(files: list[tuple[Path, str]], format: str, options: Options | No
         try:
             for outcome in file_outcomes(file, label, format, options):
                 if outcome[0] == SESSION:
-                    fields = outcome[2].fields
-                    fields["events"] = JSONText.of(fields["events"])
-                    fields["metadata"] = JSONText.of(fields["metadata"])
+                    handed_over(outcome[2])
                 out.append(outcome)
         except Exception as exc:
             exc.add_note(f"in a worker converting {file}:\n{traceback.format_exc()}")
@@ -533,10 +545,7 @@ def _parsed_lines(lines: list[tuple[int, bytes | None, int]], limit: int, option
         if isinstance(clean, str):
             out.append((REJECTED, where, clean))
             continue
-        fields = clean.fields
-        fields["events"] = JSONText.of(fields["events"])
-        fields["metadata"] = JSONText.of(fields["metadata"])
-        out.append((SESSION, where, clean))
+        out.append((SESSION, where, handed_over(clean)))
     return out
 
 

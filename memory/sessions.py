@@ -3,15 +3,17 @@ idempotent bulk ingest on (team, external_id)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import orjson
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
+from django.db.models import Field
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -53,6 +55,9 @@ class SessionTooLarge(ValueError):
 class CleanSession:
     fields: dict
     size: int
+    # The session's cells of a COPY row (copy_row), made where the session is final: by the pool's worker that parsed
+    # it, so that the writer only joins bytes (memory.importing). None: made when stored.
+    row: bytes | None = None
 
 
 class JSONText(bytes):
@@ -341,6 +346,14 @@ def json_size(doc) -> int:
 _COPY_ESCAPES = ((b"\\", b"\\\\"), (b"\t", b"\\t"), (b"\n", b"\\n"), (b"\r", b"\\r"))
 
 
+def _copy_text(data: bytes) -> bytes:
+    """Text in COPY's text format: backslash, tab, newline and carriage return escaped."""
+    for char, escaped in _COPY_ESCAPES:
+        if char in data:
+            data = data.replace(char, escaped)
+    return data
+
+
 def _copy_value(value) -> bytes:
     """One value in COPY's text format: NULL as \\N; backslash, tab, newline and carriage return escaped."""
     if value is None:
@@ -353,59 +366,121 @@ def _copy_value(value) -> bytes:
     if isinstance(value, datetime):
         # In UTC: PostgreSQL reads offsets only up to ±15:59, Python's datetimes carry up to ±23:59.
         value = value.astimezone(UTC) if value.tzinfo is not None else value
-    data = (value.isoformat() if isinstance(value, datetime) else str(value)).encode()
-    for char, escaped in _COPY_ESCAPES:
-        if char in data:
-            data = data.replace(char, escaped)
-    return data
+    return _copy_text((value.isoformat() if isinstance(value, datetime) else str(value)).encode())
 
 
 STAGE = "dreamweb_session_stage"
+# What a batch gives once for all its sessions: parameters of the INSERT from the staging table, not cells of every
+# row (the delivering credential, its key, one arrival time for the batch).
+BATCH_FIELDS = ("source", "ingested_by", "ingested_at")
+COPY_CHUNK = 256 * 1024  # bytes of rows handed to COPY at a time: a few calls a batch, not one a row
+# The JSON columns, last in a staging row and not in CleanSession.row: a pool's worker hands them over as JSONText
+# already, and the same bytes twice (in the row and in the fields) would double what crosses the pipe.
+JSON_FIELDS = ("metadata", "events")
 
 
-def _copy_and_insert(team, sessions: list[CleanSession], key) -> set[str]:
+@functools.cache
+def _row_fields() -> tuple[tuple[str, Field, bytes], ...]:
+    """(field name, model field, COPY cell of its default) of each column of a staging row, in its order: every
+    column but the key, the team and BATCH_FIELDS, JSON_FIELDS last. The defaults are constants (the one callable
+    default, ingested_at's clock, is a batch field)."""
+    fields = [
+        f
+        for f in AgentSession._meta.concrete_fields
+        if not f.primary_key and f.name != "team" and f.name not in BATCH_FIELDS and f.name not in JSON_FIELDS
+    ]
+    fields += [AgentSession._meta.get_field(name) for name in JSON_FIELDS]
+    return tuple((f.name, f, _copy_value(f.get_default())) for f in fields)
+
+
+def _json_cells(fields: dict) -> list[bytes]:
+    """The cells of JSON_FIELDS, in order: JSONText as it is (backslashes escaped: it holds no other character COPY
+    escapes), any other value through _copy_value, a missing one as its default."""
+    cells = []
+    for name, _, default in _row_fields()[-len(JSON_FIELDS) :]:
+        value = fields.get(name)
+        if type(value) is JSONText:
+            cells.append(value.replace(b"\\", b"\\\\") if b"\\" in value else bytes(value))
+        else:
+            cells.append(default if name not in fields else _copy_value(value))
+    return cells
+
+
+def copy_row(fields: dict) -> bytes:
+    """A session's cells of a staging row in COPY's text format (tab-separated, no newline), in _row_fields' order
+    but for JSON_FIELDS: what _copy_value makes of each field, a missing one as its default, with the common types
+    (text, integers, aware date-times) written without the general path. Made once per session, by whichever
+    process has it final (a pool's worker: CleanSession.row), so that the writer only joins bytes."""
+    cells = []
+    append = cells.append
+    for name, f, default in _row_fields()[: -len(JSON_FIELDS)]:
+        if name not in fields:
+            append(default)
+            continue
+        value = fields[name]
+        kind = type(value)
+        if kind is str:
+            append(_copy_text(value.encode()))
+        elif value is None:
+            append(b"\\N")
+        elif kind is JSONText:
+            append(value.replace(b"\\", b"\\\\") if b"\\" in value else bytes(value))
+        elif kind is int:
+            append(b"%d" % value)
+        elif kind is datetime and value.tzinfo is not None:
+            append(value.astimezone(UTC).isoformat().encode())
+        else:
+            if isinstance(value, datetime) and value.tzinfo is None:
+                value = f.get_db_prep_save(value, connection)  # made aware, as Django does
+            append(_copy_value(value))
+    return b"\t".join(cells)
+
+
+def _copy_and_insert(team, sessions: list[CleanSession], key, source: str) -> set[str]:
     """PostgreSQL: the rows reach the server by ``COPY`` into a temporary staging table (one stream: no statement
     and no parameter per row, orjson writing the JSON, COPY's four escapes the only quoting), then go into the
-    sessions table by one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING``.
+    sessions table by one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING``, which adds what the batch
+    gives once (BATCH_FIELDS: ``source``, the key, the arrival time) as parameters.
 
     COPY cannot write into a table under row-level security; the INSERT can, and does so in the caller's team
     scope: the staging table has no team column (the team is one parameter of the INSERT) and the policy's WITH
     CHECK refuses a row of any team outside the scope. The staging table is this connection's own (no other
     session sees a temporary table), lives in this transaction only (ON COMMIT DROP, and dropped after use, for a
     caller whose transaction stores several batches). Rows go in in the order given (``ord``), sorted by external
-    id by store_batch."""
+    id by store_batch. A session's row is the one it carries (CleanSession.row) or made here (copy_row)."""
     import psycopg
     from psycopg import sql
 
     meta = AgentSession._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key and f.column != "team_id"]
+    fields = [f for _, f, _ in _row_fields()]
     columns = sql.SQL(", ").join(sql.Identifier(f.column) for f in fields)
+    batch_columns = sql.SQL(", ").join(sql.Identifier(meta.get_field(name).column) for name in BATCH_FIELDS)
     types = sql.SQL(", ").join(
         sql.SQL("{} {}").format(sql.Identifier(f.column), sql.SQL(f.db_type(connection).split("(")[0])) for f in fields
     )
     stage = sql.Identifier(STAGE)
     with psycopg.Cursor(connection.connection) as cur:
         cur.execute(sql.SQL("CREATE TEMPORARY TABLE {} (ord integer, {}) ON COMMIT DROP").format(stage, types))
-        # What a session does not give: the model's defaults (ingested_at: one time for the batch) and the key.
-        defaults = {f.name: f.get_default() for f in fields}
-        defaults["ingested_by"] = key.pk if key is not None else None
-        names = [f.name for f in fields]
         with cur.copy(sql.SQL("COPY {} (ord, {}) FROM STDIN").format(stage, columns)) as copy:
+            chunk: list[bytes] = []
+            size = 0
             for number, s in enumerate(sessions):
-                cells = [str(number).encode()]
                 given = s.fields
-                for f, name in zip(fields, names, strict=True):
-                    value = given[name] if name in given else defaults[name]
-                    if isinstance(value, datetime) and value.tzinfo is None:
-                        value = f.get_db_prep_save(value, connection)  # made aware, as Django does
-                    cells.append(_copy_value(value))
-                copy.write(b"\t".join(cells) + b"\n")
+                row = s.row if s.row is not None else copy_row(given)
+                line = b"\t".join([b"%d" % number, row, *_json_cells(given)]) + b"\n"
+                chunk.append(line)
+                size += len(line)
+                if size >= COPY_CHUNK:
+                    copy.write(b"".join(chunk))
+                    chunk, size = [], 0
+            if chunk:
+                copy.write(b"".join(chunk))
         cur.execute(
             sql.SQL(
-                "INSERT INTO {table} (team_id, {columns}) SELECT %s, {columns} FROM {stage} ORDER BY ord "
-                "ON CONFLICT (team_id, external_id) DO NOTHING RETURNING external_id"
-            ).format(table=sql.Identifier(meta.db_table), columns=columns, stage=stage),
-            [team.pk],
+                "INSERT INTO {table} (team_id, {batch_columns}, {columns}) SELECT %s, %s, %s, %s, {columns} "
+                "FROM {stage} ORDER BY ord ON CONFLICT (team_id, external_id) DO NOTHING RETURNING external_id"
+            ).format(table=sql.Identifier(meta.db_table), batch_columns=batch_columns, columns=columns, stage=stage),
+            [team.pk, source, key.pk if key is not None else None, timezone.now()],
         )
         created = {r[0] for r in cur.fetchall()}
         cur.execute(sql.SQL("DROP TABLE {}").format(stage))
@@ -429,7 +504,7 @@ def source_of(key=None, source: str | None = None) -> str:
     return SOURCE_UNKNOWN
 
 
-def _insert_ignoring_existing(team, sessions: list[CleanSession], key) -> set[str]:
+def _insert_ignoring_existing(team, sessions: list[CleanSession], key, source: str | None = None) -> set[str]:
     """Insert the rows, skipping ids the team already has; return the external ids this call really inserted.
 
     ``INSERT ... ON CONFLICT (team_id, external_id) DO NOTHING RETURNING external_id``: RETURNING tells apart the
@@ -439,12 +514,13 @@ def _insert_ignoring_existing(team, sessions: list[CleanSession], key) -> set[st
     Not bulk_create: on PostgreSQL Django 5.2 sends it as UNNEST over arrays quoted client-side, and quoting
     kilobytes of JSON as array elements cost more than all the rest of an import.
     """
+    source = source_of(key, source)
     if connection.vendor == "postgresql":
-        return _copy_and_insert(team, sessions, key)
-    return _insert_values(team, sessions, key)
+        return _copy_and_insert(team, sessions, key, source)
+    return _insert_values(team, sessions, key, source)
 
 
-def _insert_values(team, sessions: list[CleanSession], key) -> set[str]:
+def _insert_values(team, sessions: list[CleanSession], key, source: str) -> set[str]:
     """Multi-row ``INSERT ... VALUES ... ON CONFLICT DO NOTHING RETURNING``, every value a parameter (SQLite; on
     PostgreSQL the reference the COPY path is tested against)."""
     meta = AgentSession._meta
@@ -457,7 +533,9 @@ def _insert_values(team, sessions: list[CleanSession], key) -> set[str]:
     with connection.cursor() as cursor:
         for start in range(0, len(sessions), INSERT_CHUNK):
             chunk = [
-                AgentSession(team=team, ingested_by=key, **{name: json_value(v) for name, v in s.fields.items()})
+                AgentSession(
+                    team=team, ingested_by=key, source=source, **{name: json_value(v) for name, v in s.fields.items()}
+                )
                 for s in sessions[start : start + INSERT_CHUNK]
             ]
             rows = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in chunk]
@@ -504,6 +582,23 @@ def _stored(team, external_ids: list[str]) -> dict[str, tuple]:
     return {row["external_id"]: _comparable(row) for row in rows.iterator(chunk_size=50)}
 
 
+def _existing_ids(team, external_ids: list[str]) -> set[str]:
+    """Which of these ids the team has stored. On PostgreSQL one array parameter (``= ANY``): a batch's 500 ids
+    as 500 placeholders cost more to compose and bind than the query costs the server."""
+    if connection.vendor != "postgresql":
+        rows = AgentSession.objects.filter(team=team, external_id__in=external_ids)
+        return set(rows.values_list("external_id", flat=True))
+    import psycopg
+    from psycopg import sql
+
+    query = sql.SQL("SELECT external_id FROM {} WHERE team_id = %s AND external_id = ANY(%s)").format(
+        sql.Identifier(AgentSession._meta.db_table)
+    )
+    with psycopg.Cursor(connection.connection) as cur:
+        cur.execute(query, [team.pk, external_ids])
+        return {r[0] for r in cur.fetchall()}
+
+
 def store_batch(team, sessions: list[CleanSession], *, key=None, source: str | None = None) -> BatchResult:
     """Insert the sessions that are new for the team; report the rest as unchanged, or as conflicts when their
     content differs from the stored session with their external_id. Idempotent and race-safe. ``source``: the
@@ -517,17 +612,12 @@ def store_batch(team, sessions: list[CleanSession], *, key=None, source: str | N
         by_id.setdefault(s.fields["external_id"], s)  # a file that repeats an id keeps the first
     # The source is the server's word, whatever the session's fields say (they cannot name it: validate_session).
     delivered = source_of(key, source)
-    to_store = {eid: replace(s, fields={**s.fields, "source": delivered}) for eid, s in by_id.items()}
     for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
         try:
             with transaction.atomic():
-                existing = set(
-                    AgentSession.objects.filter(team=team, external_id__in=list(by_id)).values_list(
-                        "external_id", flat=True
-                    )
-                )
-                new = [to_store[eid] for eid in sorted(by_id) if eid not in existing]
-                inserted = _insert_ignoring_existing(team, new, key) if new else set()
+                existing = _existing_ids(team, list(by_id))
+                new = [by_id[eid] for eid in sorted(by_id) if eid not in existing]
+                inserted = _insert_ignoring_existing(team, new, key, delivered) if new else set()
             break
         except Exception as exc:
             if attempt == DEADLOCK_ATTEMPTS or not _is_deadlock(exc):

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from dreamweb import rls
-from memory import importing
+from memory import importing, sessions
 from memory.models import AgentSession
 from tests.conftest import is_postgres
 from tests.factories import TeamFactory
@@ -240,3 +240,30 @@ def test_an_error_in_a_line_worker_reaches_the_caller_after_the_lines_before_it(
     with pytest.raises(RuntimeError, match="validator bug"):
         run(team, path, workers=2, batch_size=1)
     assert {eid for eid, *_ in rows(team)} == {f"c{i:02}" for i in range(17)}
+
+
+def full_rows(team) -> list[dict]:
+    """Every column a session's row holds but those that differ between two runs by design."""
+    with rls.team_scope(team):
+        found = AgentSession.objects.filter(team=team).order_by("external_id").values()
+        return [{k: v for k, v in r.items() if k not in {"id", "team_id", "ingested_at", "source"}} for r in found]
+
+
+@pytest.mark.skipif(not is_postgres(), reason="COPY rows are PostgreSQL's")
+def test_a_pooled_canonical_import_hands_over_copy_rows_that_store_what_rows_made_here_store(
+    tmp_path, monkeypatch, settings
+):
+    """The workers make each session's COPY row (CleanSession.row): the importer's process makes none, and the rows
+    stored are those of a serial import, which makes them in its writer."""
+    settings.DREAMWEB_MAX_SESSION_BYTES = 2000
+    path = canonical_file(tmp_path)
+    monkeypatch.setattr(importing, "POOL_LINES_MIN_BYTES", 0)
+    monkeypatch.setattr(importing, "TASK_LINES", 3)
+    serial_team, pooled_team = TeamFactory(), TeamFactory()
+    serial = run(serial_team, path, workers=1, batch_size=4)
+    made_here = []
+    real = sessions.copy_row
+    monkeypatch.setattr(sessions, "copy_row", lambda fields: made_here.append(fields["external_id"]) or real(fields))
+    assert run(pooled_team, path, workers=2, batch_size=4) == serial
+    assert made_here == []
+    assert full_rows(pooled_team) == full_rows(serial_team) and len(full_rows(pooled_team)) == 32

@@ -214,3 +214,26 @@ def test_timestamps_with_any_offset_python_allows_are_stored_as_their_instant():
         east = AgentSession.objects.get(external_id="east")
         assert east.started_at.isoformat() == "2026-10-31T08:12:00+00:00"
         assert AgentSession.objects.get(external_id="west").started_at.isoformat() == "2026-11-02T07:30:00+00:00"
+
+
+def test_a_copy_row_is_what_the_general_path_writes_for_every_field():
+    """copy_row writes text, integers and aware date-times without _copy_value, and the JSON fields come after the
+    row (JSONText as it is): cell for cell what _copy_value writes of each field, a missing field as its default."""
+    cleans = [validate_session(doc) for doc in _mixed_docs()]
+    naive = cleans[1].fields
+    assert naive["started_at"].tzinfo is None
+    cleans.append(ingest.CleanSession(fields={"external_id": "bare", "agent": "x"}, size=0))  # defaults
+    handed = validate_session(_mixed_docs()[0])
+    handed.fields["events"] = ingest.JSONText.of(handed.fields["events"])
+    handed.fields["metadata"] = ingest.JSONText.of(handed.fields["metadata"])
+    cleans.append(handed)
+    for clean in cleans:
+        given = clean.fields
+        expected = []
+        for name, field, _ in ingest._row_fields():
+            value = given.get(name, field.get_default())
+            if isinstance(value, datetime) and value.tzinfo is None:
+                value = field.get_db_prep_save(value, connection)
+            expected.append(ingest._copy_value(ingest.json_value(value)))
+        assert [*ingest.copy_row(given).split(b"\t"), *ingest._json_cells(given)] == expected
+    assert [name for name, _, _ in ingest._row_fields()][-2:] == ["metadata", "events"]

@@ -90,9 +90,9 @@ def test_the_rows_go_in_in_one_order_whatever_the_batch_order(monkeypatch):
     seen = []
     original = ingest._insert_ignoring_existing
 
-    def spy(team, sessions, key):
+    def spy(team, sessions, *rest):
         seen.append([s.fields["external_id"] for s in sessions])
-        return original(team, sessions, key)
+        return original(team, sessions, *rest)
 
     monkeypatch.setattr(ingest, "_insert_ignoring_existing", spy)
     with rls.team_scope(team):
@@ -119,11 +119,11 @@ def _failing_first(monkeypatch, sqlstate: str, times: int, raw: bool = False) ->
     calls = []
     original = ingest._insert_ignoring_existing
 
-    def flaky(team, sessions, key):
+    def flaky(team, sessions, *rest):
         calls.append(len(sessions))
         if len(calls) <= times:
             _raise_in_postgres(sqlstate, raw)
-        return original(team, sessions, key)
+        return original(team, sessions, *rest)
 
     monkeypatch.setattr(ingest, "_insert_ignoring_existing", flaky)
     return calls
