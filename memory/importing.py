@@ -52,6 +52,9 @@ DEFAULT_BATCH = 500
 # batches in flight, each several times its JSON size as Python objects). Large rows gain nothing from longer INSERTs.
 BATCH_BYTES = 4 * 1024 * 1024
 SUFFIXES = (".jsonl", ".json")
+# The writer thread idles until the first batch reaches it, and the server with it: a first batch of this many
+# sessions starts both after a fifth of a full batch's parsing (the pipeline's fill), for one more transaction.
+FIRST_BATCH = 100
 
 
 @dataclass
@@ -175,6 +178,7 @@ class Importer:
         self.stats = ImportStats()
         self.pending: Batch = []
         self.pending_bytes = 0
+        self.handed_over = False  # a batch went to the writer: the next ones are full (FIRST_BATCH)
         # A caller's open transaction holds rows another connection could not see: store on this one then.
         self.writer = (
             _Writer(team, key, self.stats, self.source) if overlap and not connection.in_atomic_block else None
@@ -215,6 +219,7 @@ class Importer:
         batch, self.pending, self.pending_bytes = self.pending, [], 0
         if self.writer is not None:
             self.writer.put(batch)
+            self.handed_over = True
         else:
             for pos in _store(self.team, [c for _, c in batch], self.key, self.stats, self.source):
                 self.reject(batch[pos][0], conflict_message(batch[pos][1].fields["external_id"]))
@@ -225,7 +230,8 @@ class Importer:
     def add(self, where: str, clean: CleanSession) -> None:
         self.pending.append((where, clean))
         self.pending_bytes += clean.size
-        if len(self.pending) >= self.batch_size or self.pending_bytes >= BATCH_BYTES:
+        full = self.batch_size if self.handed_over or self.writer is None else min(self.batch_size, FIRST_BATCH)
+        if len(self.pending) >= full or self.pending_bytes >= BATCH_BYTES:
             self.flush()
 
     def apply(self, outcome: Outcome) -> None:

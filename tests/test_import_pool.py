@@ -267,3 +267,22 @@ def test_a_pooled_canonical_import_hands_over_copy_rows_that_store_what_rows_mad
     assert run(pooled_team, path, workers=2, batch_size=4) == serial
     assert made_here == []
     assert full_rows(pooled_team) == full_rows(serial_team) and len(full_rows(pooled_team)) == 32
+
+
+@pytest.mark.django_db(transaction=True)  # no transaction open, so that the import has its writer thread
+def test_the_first_batch_is_small_so_that_the_writer_starts_early(tmp_path, monkeypatch):
+    """The writer thread (and the server) wait for the first batch: it is handed over at FIRST_BATCH sessions, the
+    rest in full batches. Without a writer (a caller's transaction open) every batch is full."""
+    path = tmp_path / "sessions.jsonl"
+    path.write_text("".join(canonical(f"c{i:03}") for i in range(250)))
+    stored = []
+    real = importing._store
+    monkeypatch.setattr(
+        importing, "_store", lambda team, batch, *rest: stored.append(len(batch)) or real(team, batch, *rest)
+    )
+    monkeypatch.setattr(importing, "FIRST_BATCH", 30)
+    stats, _ = run(TeamFactory(), path, workers=1, batch_size=100)
+    assert stats.imported == 250 and stored == [30, 100, 100, 20], "the writer thread stored them"
+    stored.clear()
+    stats, _ = run(TeamFactory(), path, workers=1, batch_size=100, overlap=False)
+    assert stats.imported == 250 and stored == [100, 100, 50]
