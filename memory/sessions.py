@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -344,6 +345,7 @@ def json_size(doc) -> int:
 
 
 _COPY_ESCAPES = ((b"\\", b"\\\\"), (b"\t", b"\\t"), (b"\n", b"\\n"), (b"\r", b"\\r"))
+_COPY_SPECIAL = re.compile(rb"[\\\t\n\r]").search  # one scan for any of the four
 
 
 def _copy_text(data: bytes) -> bytes:
@@ -399,8 +401,8 @@ def _json_cells(fields: dict) -> list[bytes]:
     cells = []
     for name, _, default in _row_fields()[-len(JSON_FIELDS) :]:
         value = fields.get(name)
-        if type(value) is JSONText:
-            cells.append(value.replace(b"\\", b"\\\\") if b"\\" in value else bytes(value))
+        if type(value) is JSONText:  # as it is: a row is joined from bytes-like cells, so no copy of it here
+            cells.append(value.replace(b"\\", b"\\\\") if b"\\" in value else value)
         else:
             cells.append(default if name not in fields else _copy_value(value))
     return cells
@@ -420,7 +422,8 @@ def copy_row(fields: dict) -> bytes:
         value = fields[name]
         kind = type(value)
         if kind is str:
-            append(_copy_text(value.encode()))
+            data = value.encode()
+            append(_copy_text(data) if _COPY_SPECIAL(data) else data)
         elif value is None:
             append(b"\\N")
         elif kind is JSONText:
