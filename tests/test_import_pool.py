@@ -8,6 +8,7 @@ import json
 import threading
 
 import pytest
+from django.db import connection
 
 from dreamweb import rls
 from memory import importing, sessions
@@ -278,7 +279,9 @@ def test_the_first_batch_is_small_so_that_the_writer_starts_early(tmp_path, monk
     stored = []
     real = importing._store
     monkeypatch.setattr(
-        importing, "_store", lambda team, batch, *rest: stored.append(len(batch)) or real(team, batch, *rest)
+        importing,
+        "_store",
+        lambda team, batch, *rest, **kw: stored.append(len(batch)) or real(team, batch, *rest, **kw),
     )
     monkeypatch.setattr(importing, "FIRST_BATCH", 30)
     stats, _ = run(TeamFactory(), path, workers=1, batch_size=100)
@@ -286,3 +289,33 @@ def test_the_first_batch_is_small_so_that_the_writer_starts_early(tmp_path, monk
     stored.clear()
     stats, _ = run(TeamFactory(), path, workers=1, batch_size=100, overlap=False)
     assert stats.imported == 250 and stored == [100, 100, 50]
+
+
+@pytest.mark.skipif(not is_postgres(), reason="synchronous_commit is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)  # no transaction open, so that the import has its writer thread
+def test_the_writers_batches_commit_without_waiting_and_the_import_ends_on_a_commit_that_waits(tmp_path, monkeypatch):
+    """Each batch of the writer thread commits without waiting for its flush; one transaction that waits follows
+    the last batch (and flushes every batch before it), before the import ends. A caller's own storing (no writer)
+    waits at every commit, as before."""
+    path = tmp_path / "sessions.jsonl"
+    path.write_text("".join(canonical(f"c{i:03}") for i in range(25)))
+    said = []
+    real_store, real_wait = importing.store_batch, importing._wait_for_commits
+
+    def store(*args, **kwargs):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('synchronous_commit')")
+            said.append(cursor.fetchone()[0])
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(importing, "store_batch", store)
+    monkeypatch.setattr(importing, "_wait_for_commits", lambda: said.append("wait") or real_wait())
+    team = TeamFactory()
+    stats, _ = run(team, path, workers=1, batch_size=10)
+    assert stats.imported == 25 and said == ["off", "off", "off", "wait"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('synchronous_commit')")
+        assert cursor.fetchone()[0] == "on"  # the setting was each batch's own
+    said.clear()
+    stats, _ = run(TeamFactory(), path, workers=1, batch_size=10, overlap=False)
+    assert stats.imported == 25 and said == ["on", "on", "on"]
