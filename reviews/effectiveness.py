@@ -97,7 +97,9 @@ def _lessons_of_born_sessions(store: MemoryStore, born_of: dict) -> dict[int, li
     of the store's applied proposals), so the stream then knows which findings can be an entry's mistake and keeps
     only those."""
     sids = sorted({sid for sid, _ in born_of})
-    out: dict[int, list[tuple[str, int]]] = {}
+    # Every born session has its entry, even one not analysed yet: the stream recomputes any it reads.
+    out: dict[int, list[tuple[str, int]]] = {sid: [] for sid in sids}
+    read: set[int] = set()
     for start in range(0, len(sids), 2000):
         rows = (
             _latest_analyses(store)
@@ -106,7 +108,8 @@ def _lessons_of_born_sessions(store: MemoryStore, born_of: dict) -> dict[int, li
             .values_list("session_id", "findings")
         )
         for sid, findings in rows:
-            if sid not in out:
+            if sid not in read:
+                read.add(sid)
                 out[sid] = [pair for f in findings or () if isinstance(f, dict) for pair in _born_from(f, sid, born_of)]
     return out
 

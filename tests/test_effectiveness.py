@@ -126,7 +126,7 @@ def test_a_lesson_born_from_the_oldest_session_is_recognised_in_the_newer_ones_r
 
     # Each group's first session is its newest: the oldest session of all is the last of `before`.
     h = build(StoreFactory(), before=(False, False, True), served=(True, True, False), not_served=(True,))
-    h.lesson.content = "Ship through the release target."  # no command words the matcher could find
+    h.lesson.content = "Quarterly numbers are final on the fifth."  # nothing the memory match could find
     h.lesson.save()
     oldest = min(
         (a for a in h.run.analyses.all() if a.findings[0]["key"].startswith("cmd:make deploy")),
@@ -203,3 +203,38 @@ def test_session_signals_hold_no_finding_that_concerns_no_entry(db, monkeypatch)
     # Each session's decoded findings are about 6 KB here (held, 11 KB a session of peak); a signal is a few hundred
     # bytes.
     assert (big - small) / 200 < 1500, (small, big)
+
+
+def test_a_born_sessions_analysis_stored_while_upkeep_reads_is_counted_as_if_read_at_once(db, monkeypatch):
+    """The born sessions' findings are read before the stream; one whose analysis is stored in between (another run
+    finishing) is read by the stream, which reads again keeping its identities: the signals are those of one read."""
+    from memory.models import MemoryVersion
+
+    h = build(StoreFactory(), before=(False, False, True), served=(True, True, False), not_served=(True,))
+    h.lesson.content = "Quarterly numbers are final on the fifth."  # nothing the memory match could find
+    h.lesson.save()
+    oldest = min(
+        (a for a in h.run.analyses.all() if a.findings[0]["key"].startswith("cmd:make deploy")),
+        key=lambda a: a.session.started_at,
+    )
+    MemoryVersion.objects.filter(entry=h.lesson).update(
+        evidence=[{"session_id": oldest.session_id, "event_index": 1, "excerpt": "make deploy"}]
+    )
+    expected = [
+        (s.session_id, s.recurred, dict(s.words), dict(s.evidence)) for s in effectiveness.session_signals(h.store)
+    ]
+    assert sum(bool(s[1]) for s in expected) == 4
+    findings, session = oldest.findings, oldest.session
+    oldest.delete()
+    read_first = effectiveness._lessons_of_born_sessions
+
+    def then_stored(store, born_of):
+        out = read_first(store, born_of)
+        SessionAnalysis.objects.create(
+            team_id=h.store.team_id, run=h.run, session=session, status=AnalysisStatus.DONE, findings=findings
+        )
+        return out
+
+    monkeypatch.setattr(effectiveness, "_lessons_of_born_sessions", then_stored)
+    got = [(s.session_id, s.recurred, dict(s.words), dict(s.evidence)) for s in effectiveness.session_signals(h.store)]
+    assert got == expected
