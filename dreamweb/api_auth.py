@@ -66,8 +66,16 @@ def _touch(key: AgentKey) -> None:
         if time.monotonic() - seen < LAST_USED_RESOLUTION.total_seconds():
             return
         _last_touch[key.prefix] = time.monotonic()
-    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-    AgentKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
+    # SKIP LOCKED: the row lock is held until the request's transaction commits, and a request that finds the row
+    # locked is another process's touch of the same minute (or a change of the key): waiting for it would queue this
+    # request behind the whole of the other one (a worker's first request builds its ranking data, 0.3 s and more),
+    # and, having waited, lock the row in turn for every later one. Nothing is lost by skipping: that write is enough.
+    stale = AgentKey.objects.filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION), pk=key.pk
+    ).order_by()  # no ordering: the model's joins the team, whose row must not be locked too
+    if connection.in_atomic_block:
+        stale = AgentKey.objects.filter(pk__in=stale.select_for_update(skip_locked=True, no_key=True).values("pk"))
+    stale.update(last_used_at=now)
 
 
 def _lookup(prefix: str) -> AgentKey | None:

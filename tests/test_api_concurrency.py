@@ -108,3 +108,37 @@ def test_twenty_concurrent_writes_from_one_etag_one_wins(live_server, kind):
     entry.refresh_from_db()
     assert entry.version == 2
     assert list(MemoryVersion.objects.filter(entry=entry).order_by("number").values_list("number", flat=True)) == [1, 2]
+
+
+def test_a_key_locked_elsewhere_does_not_hold_its_requests(live_server):
+    """The minute's last_used_at write skips a key row another transaction holds (another process's touch, which
+    keeps it until its request commits) instead of waiting behind that whole request."""
+    from django.db import connection, transaction
+
+    from dreamweb import rls
+
+    team = TeamFactory(slug="touch")
+    key, raw = AgentKey.generate(team=team, name="busy", scopes=["memory:read"], writable_stores=["*"])
+    locked, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        try:
+            with transaction.atomic(), rls.team_scope(team):
+                AgentKey.objects.select_for_update(no_key=True).get(pk=key.pk)
+                locked.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        with httpx.Client(headers={"Authorization": f"Api-Key {raw}"}, timeout=10) as client:
+            response = client.get(f"{live_server.url}/api/v1/ping/")  # times out if it waits for the lock
+        assert response.status_code == 200
+    finally:
+        release.set()
+        thread.join()
+    key.refresh_from_db()
+    assert key.last_used_at is None  # skipped, not queued: the other transaction's write is the minute's
