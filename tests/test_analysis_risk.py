@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from unittest import mock
 
 import pytest
 
@@ -439,25 +440,71 @@ def test_a_secret_in_the_rationale_or_an_excerpt_alone_makes_it_high(where):
 
 def test_a_text_is_scanned_once_for_its_risk_and_its_redaction(monkeypatch):
     """A dream's finalize assesses every evidence excerpt of a draft, then redacts the same excerpts, and one
-    pattern's excerpts recur across sessions: the scan runs once per text, with the same spans each time."""
+    pattern's excerpts recur across sessions: inside scan_memo() the scan runs once per text, with the same spans
+    each time."""
     scanned = []
     scan = risk._scan
     monkeypatch.setattr(risk, "_scan", lambda text: scanned.append(text) or scan(text))
-    risk._scan_cached.cache_clear()
     text = "deploy with token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2 then retry"
     clean = "make deploy-staging"
     d = draft(clean)
     d.evidence = [{"excerpt": t, "trust": "agent"} for t in (text, clean) * 3]
-    risk_level, reasons = risk.assess(d)
-    risk.redact_draft(d)
-    assert risk_level == "high" and risk.REASON_SECRET in reasons
-    assert [e["excerpt"] for e in d.evidence] == ["deploy with token [REDACTED] then retry", clean] * 3
-    assert sorted(scanned) == sorted({text, clean, "Seen in 4 of 10 sessions."})
-    # What a caller does with the spans it gets does not change what the next caller gets.
-    risk.find_secrets(text).clear()
-    assert risk.find_secrets(text) == scan(text) != []
-    # A long text (a transcript line, a skill's body) is scanned each time: the cache holds short texts only.
-    long = clean + " " * risk.SCAN_CACHE_CHARS + text
-    assert risk.find_secrets(long) == risk.find_secrets(long) == scan(long) != []
-    assert scanned.count(long) == 2
-    risk._scan_cached.cache_clear()
+    with risk.scan_memo():
+        risk_level, reasons = risk.assess(d)
+        risk.redact_draft(d)
+        assert risk_level == "high" and risk.REASON_SECRET in reasons
+        assert [e["excerpt"] for e in d.evidence] == ["deploy with token [REDACTED] then retry", clean] * 3
+        assert sorted(scanned) == sorted({text, clean, "Seen in 4 of 10 sessions."})
+        # What a caller does with the spans it gets does not change what the next caller gets.
+        risk.find_secrets(text).clear()
+        assert risk.find_secrets(text) == scan(text) != []
+        with risk.scan_memo():  # a nested block shares the memo
+            risk.find_secrets(text)
+        assert scanned.count(text) == 1
+        # A long text (a transcript line, a skill's body) is scanned each time: the memo holds short texts only.
+        long = clean + " " * risk.SCAN_CACHE_CHARS + text
+        assert risk.find_secrets(long) == risk.find_secrets(long) == scan(long) != []
+        assert scanned.count(long) == 2
+
+
+def test_no_scanned_text_outlives_its_block(monkeypatch):
+    """The texts scanned are the ones that may hold a secret: outside a dream's batch or finalize nothing keeps
+    them, and the memo a block made is gone when it ends (also after an error)."""
+    scanned = []
+    scan = risk._scan
+    monkeypatch.setattr(risk, "_scan", lambda text: scanned.append(text) or scan(text))
+    text = "password: hunter2hunter2 for the deploy"
+    assert risk.find_secrets(text) == risk.find_secrets(text) != []
+    assert scanned.count(text) == 2
+    with pytest.raises(RuntimeError), risk.scan_memo():
+        risk.find_secrets(text)
+        assert risk._memo.get() == {text: tuple(scan(text))}
+        raise RuntimeError
+    assert risk._memo.get() is None
+    risk.find_secrets(text)
+    assert scanned.count(text) == 4
+
+
+def test_the_memo_is_bounded(monkeypatch):
+    monkeypatch.setattr(risk, "SCAN_CACHE", 3)
+    with risk.scan_memo():
+        for i in range(10):
+            risk.find_secrets(f"text number {i}")
+            assert len(risk._memo.get()) <= 3
+
+
+def test_a_dream_batch_and_finalize_scan_inside_a_memo():
+    """Where the memo is used: a batch of the dream and its finalize, each with a memo of its own."""
+    from reviews.dreams import finalizing, steps
+
+    seen = []
+
+    def record(*args):
+        seen.append(risk._memo.get())
+
+    with mock.patch.object(steps, "run_info", record):
+        steps.analyze_batch(1, [])
+    with mock.patch.object(finalizing, "_finalize_steps", lambda *args: record() or {}):
+        finalizing._finalize(1, 1)
+    assert seen == [{}, {}] and seen[0] is not seen[1]
+    assert risk._memo.get() is None

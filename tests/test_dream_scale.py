@@ -354,7 +354,7 @@ def _held_after_aggregating(slug: str, count: int) -> dict[str, int]:
     with (
         mock.patch.object(finalizing.aggregate_mod, "aggregate", aggregate),
         mock.patch.object(finalizing, "skill_proposals", skill_proposals),
-        # The secret scan's cache keeps up to 8,192 texts whatever the run's size: bounded, not held per finding.
+        # The secret scan's memo keeps up to 8,192 texts whatever the run's size: bounded, not held per finding.
         mock.patch.object(risk, "SCAN_CACHE_CHARS", 0),
     ):
         gc.collect()

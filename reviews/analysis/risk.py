@@ -5,10 +5,11 @@ No language model decides risk: these rules do. `high` means a person must look 
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import Counter
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from dreamweb import screening
 
@@ -180,25 +181,40 @@ def _url_secrets(text: str) -> list[tuple[str, int, int]]:
 
 # A dream scans the same texts again and again: assess() reads every evidence excerpt of a draft and redact_draft()
 # then reads them all again, and one pattern's excerpts and wording recur in many sessions (at 10,000 sessions
-# finalize made 11,700 scans, a fifth of its CPU). The scan is a pure function of the text, so its spans are kept
-# for the last texts scanned; a text longer than SCAN_CACHE_CHARS (a transcript's line, a skill's body) is scanned
-# each time, so what the cache holds stays bounded (at most SCAN_CACHE texts of at most that length).
+# finalize made 11,700 scans, a fifth of its CPU). The scan is a pure function of the text, so inside scan_memo()
+# (a batch of the dream, its finalize) a text's spans are kept until the block ends. Only there: the texts scanned
+# are the ones that may hold a secret, and a process-wide cache would keep them in a long-lived web or worker
+# process. A text longer than SCAN_CACHE_CHARS (a transcript's line, a skill's body) is scanned each time, and the
+# memo starts again after SCAN_CACHE texts, so what it holds stays bounded.
 SCAN_CACHE = 8192
 SCAN_CACHE_CHARS = 1000
+_memo: ContextVar[dict[str, tuple] | None] = ContextVar("secret_scan_memo", default=None)
+
+
+@contextmanager
+def scan_memo():
+    """Keep each short text's secret spans until the block ends (nested blocks share the outer memo)."""
+    token = _memo.set({}) if _memo.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _memo.reset(token)
 
 
 def find_secrets(text: str) -> list[tuple[str, int, int]]:
     """(what, start, end) of every secret-looking span in the text."""
     if not text:
         return []
-    if len(text) > SCAN_CACHE_CHARS:
+    memo = _memo.get()
+    if memo is None or len(text) > SCAN_CACHE_CHARS:
         return _scan(text)
-    return list(_scan_cached(text))
-
-
-@functools.lru_cache(maxsize=SCAN_CACHE)
-def _scan_cached(text: str) -> tuple[tuple[str, int, int], ...]:
-    return tuple(_scan(text))
+    spans = memo.get(text)
+    if spans is None:
+        if len(memo) >= SCAN_CACHE:
+            memo.clear()
+        spans = memo[text] = tuple(_scan(text))
+    return list(spans)
 
 
 def _scan(text: str) -> list[tuple[str, int, int]]:

@@ -37,7 +37,7 @@ from .. import evidence
 from ..analysis import aggregate as aggregate_mod
 from ..analysis import registry
 from ..analysis.findings import AggregateResult, SessionFindings, evidence_findings
-from ..analysis.risk import is_poisoned
+from ..analysis.risk import is_poisoned, scan_memo
 from ..models import (
     AnalysisStatus,
     AutonomyPolicy,
@@ -481,7 +481,8 @@ def _record(run: DreamRun, analyses: _Analyses, result: AggregateResult, outcome
 
 def _finalize(run_id: int, team_id: int) -> dict:
     """The steps of finalize: aggregate, screen, persist, record, apply the policy, end the run, report."""
-    with EvidenceSpill() as spill:
+    # The secret scan's memo: finalize assesses, then redacts, the same excerpts (reviews.analysis.risk).
+    with EvidenceSpill() as spill, scan_memo():
         return _finalize_steps(run_id, team_id, spill)
 
 

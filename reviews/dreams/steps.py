@@ -22,6 +22,7 @@ from memory.sessions import session_document
 from ..analysis import registry
 from ..analysis.findings import stored_findings
 from ..analysis.procedures import MAX_SESSION_STEPS, procedure_steps
+from ..analysis.risk import scan_memo
 from ..models import AnalysisStatus, DreamRun, RunStatus, SessionAnalysis
 from .finalizing import finalize_run
 from .queue import TASK_OPTIONS, backoff, enqueue, run_info
@@ -131,6 +132,7 @@ def _fan_out(run_id: int, batches: list[list[int]]) -> None:
         group(analyze_sessions.si(run_id, batch) for batch in batches).apply_async()
 
 
+@scan_memo()  # a batch redacts the same texts in many sessions (reviews.analysis.risk)
 def analyze_batch(run_id: int, session_ids: Sequence[int], *, final_attempt: bool = True) -> None:
     """Analyse the batch's sessions that are still pending in this run. Each result is saved with a
     compare-and-set on the analysis row (pending → done/failed) and counted once. A transient error stops the
