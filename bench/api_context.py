@@ -136,7 +136,9 @@ def seed(db: str, entries: int) -> str:
     return raw
 
 
-def start_server(db: str, port: int, workers: int, worker_class: str, threads: int) -> subprocess.Popen:
+def start_server(
+    db: str, port: int, workers: int, worker_class: str, threads: int, trace: str | None = None
+) -> subprocess.Popen:
     env = {
         **os.environ,
         "DATABASE_URL": with_db(APP_URL, db),
@@ -162,6 +164,9 @@ def start_server(db: str, port: int, workers: int, worker_class: str, threads: i
     ]
     if worker_class == "gthread":
         cmd += ["--threads", str(threads)]
+    if trace:
+        cmd += ["-c", str(ROOT / "bench" / "gunicorn_trace.py")]
+        env["BENCH_TRACE_DIR"] = trace
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     deadline = time.time() + 180  # a loaded machine boots five Django workers slowly
     while time.time() < deadline:
@@ -216,7 +221,15 @@ class CpuMeter:
         }
 
 
-def load(base: str, headers: dict, make_request, total: int, clients: int, rate: float | None = None) -> dict:
+def load(
+    base: str,
+    headers: dict,
+    make_request,
+    total: int,
+    clients: int,
+    rate: float | None = None,
+    trace: tuple[str, str] | None = None,
+) -> dict:
     """``total`` requests from ``clients`` threads; returns latency percentiles (ms) and throughput.
 
     Closed loop (``rate`` None): each client sends its next request as soon as the previous one is answered.
@@ -228,9 +241,12 @@ def load(base: str, headers: dict, make_request, total: int, clients: int, rate:
     The generator's own cyclic garbage collector is kept out of the phase (collected before the clock, paused until
     the phase ends): this process holds Django from the seeding and some 100,000 objects, and a full pass (60-250 ms
     of CPU here, every minute or so) stops every client thread at once, so every request due or in flight during it
-    counted the pause as the server's latency: the 50 requests/s p99 of whichever phase it fell in."""
+    counted the pause as the server's latency: the 50 requests/s p99 of whichever phase it fell in.
+
+    ``trace`` (a directory and this phase's name): each request carries an ``X-Bench-Id`` header and its due, send
+    and answer times go to DIR/client.jsonl, for ``trace_split``."""
     with _collector_paused():
-        return _load(base, headers, make_request, total, clients, rate)
+        return _load(base, headers, make_request, total, clients, rate, trace)
 
 
 @contextmanager
@@ -245,8 +261,11 @@ def _collector_paused():
             gc.enable()
 
 
-def _load(base: str, headers: dict, make_request, total: int, clients: int, rate: float | None) -> dict:
+def _load(
+    base: str, headers: dict, make_request, total: int, clients: int, rate: float | None, trace: tuple[str, str] | None
+) -> dict:
     latencies: list[float] = []
+    records: list[dict] = []
     late: list[float] = []
     errors = 0
     lock = threading.Lock()
@@ -263,6 +282,7 @@ def _load(base: str, headers: dict, make_request, total: int, clients: int, rate
 
     def start_clock() -> None:
         clock.append(time.perf_counter())
+        clock.append(time.time())
 
     # Every client is built before the clock starts (an httpx.Client costs tens of milliseconds of CPU, mostly its
     # TLS context): otherwise the first requests of a phase would wait for the load generator, not for the server.
@@ -273,10 +293,11 @@ def _load(base: str, headers: dict, make_request, total: int, clients: int, rate
         rng = random.Random(seed_)
         mine: list[float] = []
         mine_late: list[float] = []
+        mine_records: list[dict] = []
         bad = 0
         with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
             ready.wait()
-            start = clock[0]
+            start, epoch = clock
             while True:
                 with counter_lock:
                     i = next(counter, None)
@@ -291,14 +312,23 @@ def _load(base: str, headers: dict, make_request, total: int, clients: int, rate
                     mine_late.append((time.perf_counter() - t0) * 1000)
                 else:
                     t0 = time.perf_counter()
+                if trace:
+                    kwargs = {**kwargs, "headers": {"X-Bench-Id": f"{trace[1]}-{i}"}}
+                    sent = time.perf_counter()
                 r = client.request(method, path, **kwargs)
                 mine.append((time.perf_counter() - t0) * 1000)
+                if trace:
+                    mine_records.append(
+                        {"id": f"{trace[1]}-{i}", "latency_ms": mine[-1], "sent": epoch + sent - start}
+                        | {"late_ms": (sent - t0) * 1000}
+                    )
                 if r.status_code >= 400:
                     bad += 1
             finished = time.perf_counter()
         with lock:
             latencies.extend(mine)
             late.extend(mine_late)
+            records.extend(mine_records)
             errors += bad
             ends.append(finished)
 
@@ -309,6 +339,9 @@ def _load(base: str, headers: dict, make_request, total: int, clients: int, rate
     for t in threads:
         t.join()
     wall = max(ends) - clock[0]
+    if trace:
+        with open(Path(trace[0]) / "client.jsonl", "a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in records)
     latencies.sort()
     result = {
         "requests": len(latencies),
@@ -324,6 +357,40 @@ def _load(base: str, headers: dict, make_request, total: int, clients: int, rate
 
 def _p99(ordered: list[float]) -> float:
     return ordered[int(0.99 * (len(ordered) - 1))]
+
+
+def trace_split(directory: str) -> dict:
+    """Per traced phase, where the latency went (ms, p99 unless named): ``late``, the generator sent after the due
+    time; ``queue``, sent until a worker started the request (the listen backlog, the connection); ``server_wall``,
+    the worker's time, of which ``server_cpu`` its process's CPU and ``server_sql`` its statements; ``gc_passes_2``,
+    requests during which the worker ran a full collection. Joined by request id with bench/gunicorn_trace.py's logs."""
+    server = {}
+    for log in Path(directory).glob("server-*.log"):
+        for line in log.read_text().splitlines():
+            rid, start, wall, cpu, sql, gc_ms, gens, _ = line.split()
+            server[rid] = (float(start), float(wall), float(cpu), float(sql), gens)
+    phases: dict[str, list] = {}
+    for line in (Path(directory) / "client.jsonl").read_text().splitlines():
+        client = json.loads(line)
+        if client["id"] in server:
+            phases.setdefault(client["id"].rsplit("-", 1)[0], []).append((client, server[client["id"]]))
+    split = {}
+    for phase, pairs in phases.items():
+        columns = {
+            "latency": [c["latency_ms"] for c, _ in pairs],
+            "late": [c["late_ms"] for c, _ in pairs],
+            "queue": [(s[0] - c["sent"]) * 1000 for c, s in pairs],
+            "server_wall": [s[1] for _, s in pairs],
+            "server_cpu": [s[2] for _, s in pairs],
+            "server_sql": [s[3] for _, s in pairs],
+        }
+        split[phase] = {
+            "requests": len(pairs),
+            "latency_median": round(statistics.median(columns["latency"]), 1),
+            **{name: round(_p99(sorted(values)), 1) for name, values in columns.items()},
+            "gc_passes_2": sum("2" in s[4] for _, s in pairs),
+        }
+    return split
 
 
 def context_request(rng: random.Random):
@@ -435,6 +502,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8764)
     parser.add_argument("--ingest-sessions", type=int, default=5000)
     parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument(
+        "--trace",
+        metavar="DIR",
+        help="split the open-loop latency per request: generator lateness, wait for a worker, the worker's wall, CPU"
+        " and SQL time (bench/gunicorn_trace.py); logs in DIR, the split in the summary's open_loop_split",
+    )
     args = parser.parse_args()
     load_at_start = os.getloadavg()
 
@@ -445,7 +518,11 @@ def main() -> None:
         t0 = time.perf_counter()
         raw = seed(args.db, args.entries)
         print(f"seeded {args.entries} entries in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        server = start_server(args.db, args.port, args.workers, args.worker_class, args.threads)
+        if args.trace:
+            Path(args.trace).mkdir(parents=True, exist_ok=True)
+            for old in [*Path(args.trace).glob("server-*.log"), Path(args.trace) / "client.jsonl"]:
+                old.unlink(missing_ok=True)
+        server = start_server(args.db, args.port, args.workers, args.worker_class, args.threads, args.trace)
         meter = CpuMeter(server, args.db)
         base = f"http://127.0.0.1:{args.port}"
         headers = {"Authorization": f"Api-Key {raw}"}
@@ -473,13 +550,16 @@ def main() -> None:
         open_loop = {}
         for rate in [float(r) for r in args.rates.split(",") if r.strip()]:
             for name, make in phases:
-                result = _measured(meter, base, headers, make, args.open_requests, args.clients, rate=rate)
+                trace = (args.trace, f"{name}@{rate:g}") if args.trace else None
+                result = _measured(meter, base, headers, make, args.open_requests, args.clients, rate=rate, trace=trace)
                 open_loop[f"{name}@{rate:g}/s"] = result
                 print(
                     f"open loop {rate:g}/s {name}: {json.dumps({k: round(v, 2) for k, v in result.items()})}",
                     file=sys.stderr,
                 )
         summary["open_loop"] = open_loop
+        if args.trace:
+            summary["open_loop_split"] = trace_split(args.trace)
         single = {}
         for name, make in phases:
             single[name] = _measured(meter, base, headers, make, 300, 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,7 +23,10 @@ def _bench():
 
 
 class _Ok(BaseHTTPRequestHandler):
+    ids: list[str] = []
+
     def do_GET(self):  # noqa: N802 - the name http.server calls
+        self.ids.append(self.headers.get("X-Bench-Id"))
         self.send_response(200)
         self.send_header("Content-Length", "2")
         self.end_headers()
@@ -34,6 +38,7 @@ class _Ok(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
+    _Ok.ids = []
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -68,3 +73,19 @@ def test_the_load_generator_does_not_collect_during_a_phase(server, rate):
     assert passes_in_phase == []
     assert gc.isenabled()  # given back once the phase is over
     assert ("late_p99_ms" in result) == (rate is not None)
+
+
+def test_a_traced_phase_splits_each_requests_latency(server, tmp_path):
+    bench = _bench()
+    result = bench.load(server, {}, lambda rng: ("GET", "/", {}), 40, 4, rate=400.0, trace=(str(tmp_path), "ping@400"))
+    assert result["requests"] == 40
+    assert sorted(_Ok.ids) == sorted(f"ping@400-{i}" for i in range(40))  # every request named
+    # What bench/gunicorn_trace.py writes for each: id, start, wall, CPU, SQL, GC ms, generations, request number.
+    sent = {c["id"]: c["sent"] for c in map(json.loads, (tmp_path / "client.jsonl").read_text().splitlines())}
+    lines = [f"{i} {t + 0.002:.6f} 3.0 1.0 0.5 0.0 {'2' if i.endswith('-7') else '-'} 1" for i, t in sent.items()]
+    (tmp_path / "server-1.log").write_text("\n".join([*lines, "- 0 1 1 0 0 - 1"]) + "\n")
+    split = bench.trace_split(str(tmp_path))["ping@400"]
+    assert split["requests"] == 40 and split["gc_passes_2"] == 1
+    assert split["server_wall"] == 3.0 and split["server_cpu"] == 1.0 and split["server_sql"] == 0.5
+    assert split["queue"] == pytest.approx(2.0, abs=0.1)
+    assert 0 <= split["late"] <= split["latency"]
