@@ -5,7 +5,8 @@ A file is read front to back and its sessions are validated and stored in batche
 the file or the folder is: at most three batches of sessions are held (see _Writer), bounded in count and in bytes,
 and a canonical line longer than the size limit is skipped in chunks without being held whole. Each batch is its own
 transaction in the team's row-level-security scope, so an interrupted import keeps what it stored, and a re-run
-skips it (idempotent on external_id). A session whose external_id is stored with other content is a conflict:
+skips it (idempotent on external_id); the writer thread's batches do not wait for their flush to disk, the import's
+end waits for all of them (_Writer). A session whose external_id is stored with other content is a conflict:
 reported and counted as rejected, never replaced and never "unchanged".
 """
 
