@@ -155,7 +155,7 @@ class StoreRanking:
 
     version: tuple
     built_at: float
-    rows: list  # (id, key, content, scope_agent, scope_task, version, content_hash, store slug)
+    rows: list  # (id, key, content, scope_agent, scope_task, version, content_hash, store slug, scope level)
     last_served: list  # last_served_at per entry, moved forward by this process when it marks entries served
     ids: np.ndarray
     updated_us: np.ndarray
@@ -182,14 +182,15 @@ class StoreRanking:
         for i, r in enumerate(fetched):
             entry_id, key, content, agent, task, version_, chash, served_at, rating_, count_, updated_at = r[:11]
             starts, ends, slug = r[11:]
-            rows.append((entry_id, key, content, agent, task, version_, chash, slug))
+            level = (TASK_LEVEL if task is not None else 0) + (AGENT_LEVEL if agent is not None else 0)
+            rows.append((entry_id, key, content, agent, task, version_, chash, slug, level))
             served.append(served_at)
             ids[i], updated[i], rating[i], count[i] = entry_id, _us(updated_at), rating_, count_
             if starts is not None:
                 valid_from[i] = _us(starts)
             if ends is not None:
                 valid_until[i] = _us(ends)
-            rank[i] = (TASK_LEVEL if task is not None else 0) + (AGENT_LEVEL if agent is not None else 0)
+            rank[i] = level
             groups.setdefault((agent, task), []).append(i)
         # Rows come ordered by id: an entry's position is found by binary search.
         by_lexeme: dict[str, tuple[list, list]] = {}
@@ -276,7 +277,7 @@ class StoreRanking:
     def items(self, chosen: list) -> list[ContextItem]:
         out = []
         for i, score in chosen:
-            entry_id, key, content, agent, task, version, chash, slug = self.rows[i]
+            entry_id, key, content, agent, task, version, chash, slug, level = self.rows[i]
             out.append(
                 ContextItem(
                     entry_id=entry_id,
@@ -287,7 +288,7 @@ class StoreRanking:
                     scope_task=task,
                     version=version,
                     content_hash=chash,
-                    scope_rank=int(self.scope_rank[i]),
+                    scope_rank=level,
                     score=score,
                     last_served_at=self.last_served[i],
                     source=self,
