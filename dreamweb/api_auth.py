@@ -7,6 +7,7 @@ against the stored sha256; a refused key empties the scope again.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import threading
 import time
@@ -19,7 +20,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from . import rls
-from .models import KEY_PREFIX, AgentKey, hash_key
+from .models import KEY_PREFIX, AgentKey, Team, hash_key
 
 KEYWORD = "Api-Key"
 # last_used_at is for people ("is this key still in use?"), not an audit log: one write a minute is plenty, and
@@ -78,15 +79,50 @@ def _touch(key: AgentKey) -> None:
     stale.update(last_used_at=now)
 
 
+@functools.cache
+def _key_statement(vendor: str) -> tuple[str, list, int]:
+    """The key with this prefix and its team, as ``AgentKey.objects.select_related("team").filter(prefix=...)``
+    reads them, written out once per process: building that query through the ORM on every request cost more CPU
+    than the rest of the key's check (docs/benchmarks.md, issue 15, stop 20). Returns the SQL, the converters the
+    ORM would apply to its columns (JSON fields; SQLite's dates), and the number of the key's columns."""
+    columns = [f.get_col("k") for f in AgentKey._meta.concrete_fields]
+    columns += [f.get_col("t") for f in Team._meta.concrete_fields]
+    # Table and column names come from the models; the prefix is a parameter, and unique: one row or none.
+    select = ", ".join(f'{c.alias}."{c.target.column}"' for c in columns)
+    tables = f'"{AgentKey._meta.db_table}" k JOIN "{Team._meta.db_table}" t ON t."id" = k."team_id"'
+    sql = f'SELECT {select} FROM {tables} WHERE k."prefix" = %s'  # noqa: S608
+    converters = []
+    for i, column in enumerate(columns):
+        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if found:
+            converters.append((i, found, column))
+    return sql, converters, len(AgentKey._meta.concrete_fields)
+
+
+def _read_key(prefix: str) -> AgentKey | None:
+    sql, converters, split = _key_statement(connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [prefix])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = list(row)
+    for i, found, column in converters:
+        for convert in found:
+            values[i] = convert(values[i], column, connection)
+    key = AgentKey.from_db(connection.alias, None, values[:split])
+    key.team = Team.from_db(connection.alias, None, values[split:])
+    return key
+
+
 def _lookup(prefix: str) -> AgentKey | None:
     """The key with this prefix, read inside its own team's scope (which the request keeps if the key is good)."""
-    keys = AgentKey.objects.select_related("team").filter(prefix=prefix)
     if not (rls.is_postgres() and connection.in_atomic_block):
         with rls.scope(""):  # outside a request's transaction: a block of its own
             rls.enter_key_scope(prefix)
-            return keys.first()
+            return _read_key(prefix)
     rls.enter_key_scope(prefix)
-    return keys.first()
+    return _read_key(prefix)
 
 
 def _refuse(message: str) -> exceptions.AuthenticationFailed:

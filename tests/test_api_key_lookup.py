@@ -1,0 +1,57 @@
+"""The API key's lookup (dreamweb.api_auth._lookup): the key and its team read by one statement written out, the
+same values the ORM's ``select_related("team")`` lookup reads, without building an ORM query on every request."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+from django.db import transaction
+from django.db.models.sql.compiler import SQLCompiler
+from django.utils import timezone
+
+from dreamweb import api_auth
+from dreamweb.models import AgentKey
+from tests.api_support import make_key
+from tests.factories import TeamFactory
+
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
+
+
+def _key(team, **kwargs) -> AgentKey:
+    raw = make_key(team, **kwargs)
+    return AgentKey.objects.get(prefix=api_auth.parse_prefix(raw))
+
+
+def test_the_key_and_its_team_as_the_orm_reads_them():
+    team = TeamFactory(slug="lookup", allowed_hosts=["example.com"])
+    made = [
+        _key(team, name="full"),
+        _key(team, name="narrow", scopes=["memory:read"], writable_stores=["eng", "docs"]),
+        _key(team, name="expiring", expires_at=timezone.now() + timedelta(days=3)),
+    ]
+    AgentKey.objects.filter(pk=made[1].pk).update(revoked_at=timezone.now(), last_used_at=timezone.now())
+    for key in made:
+        orm = AgentKey.objects.select_related("team").get(pk=key.pk)
+        with transaction.atomic():
+            read = api_auth._lookup(key.prefix)
+        assert {f.attname: getattr(read, f.attname) for f in AgentKey._meta.concrete_fields} == {
+            f.attname: getattr(orm, f.attname) for f in AgentKey._meta.concrete_fields
+        }
+        assert {f.attname: getattr(read.team, f.attname) for f in type(orm.team)._meta.concrete_fields} == {
+            f.attname: getattr(orm.team, f.attname) for f in type(orm.team)._meta.concrete_fields
+        }
+        assert isinstance(read.scopes, list) and isinstance(read.team.allowed_hosts, list)
+        assert not read._state.adding and read._state.db == "default"
+    with transaction.atomic():
+        assert api_auth._lookup("nosuchkey") is None
+
+
+def test_the_lookup_builds_no_orm_query():
+    """Building the ORM's query for the key on every API request cost more CPU than the rest of the key's check
+    (docs/benchmarks.md, issue 15, stop 20): the lookup is written out once per process."""
+    key = _key(TeamFactory(slug="no-orm"))
+    with transaction.atomic(), mock.patch.object(SQLCompiler, "as_sql", side_effect=AssertionError("ORM query")):
+        read = api_auth._lookup(key.prefix)
+        assert read.pk == key.pk and read.team.slug == "no-orm"  # the team is read with the key: no query
