@@ -18,7 +18,7 @@ from memory.models import AgentSession
 from memory.sessions import store_batch, validate_session
 from reviews.analysis import risk
 from reviews.analysis.findings import ProposalDraft
-from reviews.dreams import finalizing, steps
+from reviews.dreams import evidence_rows, finalizing, steps
 from reviews.models import AnalysisStatus, DreamRun, ProposalEvidence, RunStatus, SessionAnalysis
 from tests.conftest import is_postgres
 from tests.factories import StoreFactory, TeamFactory
@@ -157,13 +157,13 @@ def test_finalize_stores_one_proposals_evidence_at_a_time():
         for n in range(2)
     ]
     calls = []
-    real = ProposalEvidence.objects.bulk_create
+    real = evidence_rows.store
 
-    def bulk_create(objs, *args, **kwargs):
-        calls.append({row.proposal_id for row in objs})
-        return real(objs, *args, **kwargs)
+    def store_rows(rows, *args, **kwargs):  # the write of either database's path (reviews.dreams.evidence_rows)
+        calls.append({row.proposal_id for row in rows})
+        return real(rows, *args, **kwargs)
 
-    with rls.team_scope(team), mock.patch.object(ProposalEvidence.objects, "bulk_create", bulk_create):
+    with rls.team_scope(team), mock.patch.object(evidence_rows, "store", store_rows):
         proposal_ids = finalizing._persist(run, drafts)
     assert len(proposal_ids) == 2
     assert calls == [{proposal_ids[0]}, {proposal_ids[1]}]

@@ -44,13 +44,14 @@ from ..models import (
     DreamRun,
     PolicyMode,
     Proposal,
-    ProposalEvidence,
     ProposalStatus,
     RunOutcome,
     RunStatus,
     SessionAnalysis,
 )
 from ..services import NotPending, apply_proposal, policy_allows
+from . import evidence_rows
+from .evidence_rows import EvidenceRow
 from .expiry import expiry_drafts
 from .queue import TASK_OPTIONS, run_info
 from .records import Shapes
@@ -205,7 +206,7 @@ def _target_versions(run: DreamRun, drafts: list) -> dict[tuple[str, str], int]:
     return versions
 
 
-def _with_context(rows: list[ProposalEvidence]) -> None:
+def _with_context(rows: list[EvidenceRow]) -> None:
     """Give the first evidence row of each draft's representative sessions (reviews.evidence) the transcript lines
     around it. Only those sessions' events are read, a few sessions at a time (a transcript can be megabytes)."""
     facts = dict(
@@ -214,8 +215,8 @@ def _with_context(rows: list[ProposalEvidence]) -> None:
             "id", "agent", "task", "outcome"
         )
     )
-    wanted: list[ProposalEvidence] = []
-    by_proposal: dict[int, list[ProposalEvidence]] = {}
+    wanted: list[EvidenceRow] = []
+    by_proposal: dict[int, list[EvidenceRow]] = {}
     for row in rows:
         by_proposal.setdefault(row.proposal_id, []).append(row)
     for proposal_rows in by_proposal.values():
@@ -286,19 +287,20 @@ def _persist(run: DreamRun, drafts: list) -> list[int]:
     for d in drafts:
         if d.signature not in ids:
             continue
+        proposal_id = ids[d.signature]
         rows = [
-            ProposalEvidence(
-                team_id=run.team_id,
-                proposal_id=ids[d.signature],
-                session_id=e["session_id"],
-                event_index=int(e.get("event_index") or 0),
-                excerpt=e.get("excerpt") or "",
-                trust=e.get("trust") or "agent",
+            EvidenceRow(
+                run.team_id,
+                proposal_id,
+                e["session_id"],
+                int(e.get("event_index") or 0),
+                e.get("excerpt") or "",
+                e.get("trust") or "agent",
             )
             for e in d.evidence
         ]
         _with_context(rows)
-        ProposalEvidence.objects.bulk_create(rows, batch_size=1000)
+        evidence_rows.store(rows)
     return sorted(ids.values())
 
 
