@@ -7,7 +7,8 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Sequence
 
 from celery import group, shared_task
 from django.conf import settings
@@ -66,32 +67,49 @@ def dispatch(run_id: int) -> list[list[int]]:
     with rls.team_scope(info.team_id):
         run = DreamRun.objects.select_related("store").get(pk=run_id)
         if run.status == RunStatus.QUEUED:
-            ids = select_sessions(
-                run.store,
-                limit=run.inputs.max_sessions,
-                all_sessions=run.all_sessions,
-                agents=run.inputs.agents,
-                exclude_run_id=run.pk,
-            )
-            claimed = DreamRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
-                status=RunStatus.RUNNING, sessions_selected=len(ids), started_at=timezone.now()
-            )
-            if not claimed:
+            if not _select(run, info.team_id):
                 return []
-            _create_analyses(info.team_id, run_id, ids)
-            log.info("dream #%s: %s sessions selected", run_id, len(ids))
         elif run.status != RunStatus.RUNNING:
             return []
-        pending = list(
+        # One machine word per id, not a list of int objects: without a broker the whole run (finalize included)
+        # runs inside this frame, from the commit below, and 100,000 ids as lists of ints held 8 MiB through it.
+        pending = array(
+            "q",
             SessionAnalysis.objects.filter(run_id=run_id, status=AnalysisStatus.PENDING)
             .order_by("id")
             .values_list("session_id", flat=True)
+            .iterator(chunk_size=ANALYSIS_ROWS_CHUNK),
         )
         size = max(1, int(run.inputs.batch_size or 25))
-        batches = [pending[i : i + size] for i in range(0, len(pending), size)]
         if not info.dry_run:
-            transaction.on_commit(lambda: _fan_out(run_id, batches))
-    return batches
+            transaction.on_commit(lambda: _fan_out(run_id, pending, size))
+    return list(_batches(pending, size))
+
+
+def _select(run: DreamRun, team_id: int) -> bool:
+    """Select a queued run's sessions, claim it (queued → running) and write its pending analyses; False when
+    another dispatch claimed it first. The selected ids live only here, not through the run."""
+    ids = select_sessions(
+        run.store,
+        limit=run.inputs.max_sessions,
+        all_sessions=run.all_sessions,
+        agents=run.inputs.agents,
+        exclude_run_id=run.pk,
+    )
+    claimed = DreamRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+        status=RunStatus.RUNNING, sessions_selected=len(ids), started_at=timezone.now()
+    )
+    if not claimed:
+        return False
+    _create_analyses(team_id, run.pk, ids)
+    log.info("dream #%s: %s sessions selected", run.pk, len(ids))
+    return True
+
+
+def _batches(pending: array, size: int) -> Iterator[list[int]]:
+    """The batches of the pending ids, each a list made when it is reached."""
+    for start in range(0, len(pending), size):
+        yield pending[start : start + size].tolist()
 
 
 def _create_analyses(team_id: int, run_id: int, ids: list[int]) -> None:
@@ -122,14 +140,14 @@ def _create_analyses(team_id: int, run_id: int, ids: list[int]) -> None:
         cursor.execute(sql, [team_id, run_id, AnalysisStatus.PENDING, timezone.now(), list(ids)])
 
 
-def _fan_out(run_id: int, batches: list[list[int]]) -> None:
-    if not batches:
+def _fan_out(run_id: int, pending: array, size: int) -> None:
+    if not pending:
         enqueue(finalize_run, run_id)
     elif analyze_sessions.app.conf.task_always_eager:
-        for batch in batches:  # no broker: one after the other, here
+        for batch in _batches(pending, size):  # no broker: one after the other, here
             analyze_sessions.apply(args=[run_id, batch])
     else:
-        group(analyze_sessions.si(run_id, batch) for batch in batches).apply_async()
+        group(analyze_sessions.si(run_id, batch) for batch in _batches(pending, size)).apply_async()
 
 
 @scan_memo()  # a batch redacts the same texts in many sessions (reviews.analysis.risk)
