@@ -9,22 +9,14 @@ bench/import_sessions.py and bench/million_sessions.py so that both measure the 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from _procfs import process_cpu
+
 # CSV with a quote and a delimiter no JSON text holds: every line goes in as it is, one value a line.
 COPY_SQL = "COPY bench_raw_copy (doc) FROM STDIN WITH (FORMAT csv, QUOTE e'\\x01', DELIMITER e'\\x02')"
-
-
-def process_cpu(pid: int) -> float | None:
-    """CPU seconds (user + system) of a process on this machine, from /proc; None when it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def raw_copy(owner_url: str, chunks: Iterable[bytes]) -> tuple[float, float | None]:

@@ -36,13 +36,9 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import api_context  # noqa: E402 - the bench store and its requests
+from _procfs import process_cpu  # noqa: E402
 
 ROOT = api_context.ROOT
-
-
-def _backend_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _raw_key(db: str) -> str:
@@ -164,7 +160,7 @@ def run(args, raw: str, kinds: dict | None = None) -> None:
             for name, make in kinds.items():
                 requests = [make(rng) for _ in range(args.requests)]
                 cpu, counts = [], []
-                pg0 = _backend_cpu(backend)
+                pg0 = process_cpu(backend)
                 for request in requests:
                     statements[0] = 0
                     t0 = time.process_time()
@@ -172,7 +168,7 @@ def run(args, raw: str, kinds: dict | None = None) -> None:
                     cpu.append(time.process_time() - t0)
                     counts.append(statements[0])
                     assert code == 200
-                pg = (_backend_cpu(backend) - pg0) / len(requests)
+                pg = (process_cpu(backend) - pg0) / len(requests)
                 result = {
                     "django_ms": 1000 * statistics.median(cpu),
                     "django_mean_ms": 1000 * statistics.fmean(cpu),

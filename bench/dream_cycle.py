@@ -33,6 +33,7 @@ import time
 import uuid
 from pathlib import Path
 
+from _procfs import process_cpu
 from _scratch import ScratchDatabase
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -244,15 +245,6 @@ class Workers:
         self.procs = []
 
 
-def _cpu_of(pid: int) -> float | None:
-    """utime + stime (seconds) of a process on this machine, from /proc; None when it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _pids_named(name: str) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
@@ -290,7 +282,7 @@ class CpuAccount:
             "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [DB.name]
         ).fetchall()
         for (pid,) in rows:
-            cpu = _cpu_of(pid)
+            cpu = process_cpu(pid)
             if cpu is None:
                 continue
             start = self.backends.get(pid, (cpu if first else 0.0, 0.0))[0]
@@ -300,7 +292,7 @@ class CpuAccount:
         while not self.stop_event.wait(0.2):
             self._sample(conn)
             if self.command_pid:
-                self.command.append((time.time(), _cpu_of(self.command_pid) or self.command[-1][1]))
+                self.command.append((time.time(), process_cpu(self.command_pid) or self.command[-1][1]))
 
     def watch(self, command_pid: int) -> None:
         self.command_pid = command_pid
@@ -318,9 +310,9 @@ class CpuAccount:
 
         self.conn = psycopg.connect(DB._maintenance_url, autocommit=True)
         self._sample(self.conn, first=True)
-        self.pg_all0 = {pid: _cpu_of(pid) or 0.0 for pid in _pids_named("postgres")}
-        self.redis0 = {pid: _cpu_of(pid) or 0.0 for pid in _pids_named("redis-server")}
-        self.workers0 = sum(_cpu_of(p) or 0.0 for p in self.workers)
+        self.pg_all0 = {pid: process_cpu(pid) or 0.0 for pid in _pids_named("postgres")}
+        self.redis0 = {pid: process_cpu(pid) or 0.0 for pid in _pids_named("redis-server")}
+        self.workers0 = sum(process_cpu(p) or 0.0 for p in self.workers)
         self.machine0 = _machine_busy()
         self.me0 = time.process_time()
         self.thread = threading.Thread(target=self._loop, args=(self.conn,), daemon=True)
@@ -333,12 +325,12 @@ class CpuAccount:
         self.conn.close()
         machine = _machine_busy()
         backends = sum(last - start for start, last in self.backends.values())
-        pg_all = sum((_cpu_of(pid) or 0.0) - self.pg_all0.get(pid, 0.0) for pid in _pids_named("postgres"))
+        pg_all = sum((process_cpu(pid) or 0.0) - self.pg_all0.get(pid, 0.0) for pid in _pids_named("postgres"))
         return {
-            "workers": sum(_cpu_of(p) or 0.0 for p in self.workers) - self.workers0,
+            "workers": sum(process_cpu(p) or 0.0 for p in self.workers) - self.workers0,
             "postgres": backends,
             "postgres_other": max(0.0, pg_all - backends),
-            "redis": sum((_cpu_of(pid) or 0.0) - self.redis0.get(pid, 0.0) for pid in _pids_named("redis-server")),
+            "redis": sum((process_cpu(pid) or 0.0) - self.redis0.get(pid, 0.0) for pid in _pids_named("redis-server")),
             "command_all": command_cpu,
             "bench": time.process_time() - self.me0,
             "machine": machine[0] - self.machine0[0],

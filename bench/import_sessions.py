@@ -43,7 +43,8 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _raw_copy import file_chunks, process_cpu, raw_copy
+from _procfs import process_cpu
+from _raw_copy import file_chunks, raw_copy
 from _scratch import ScratchDatabase
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,0 +1,16 @@
+"""CPU time of a process on this machine, read from /proc (the benches run PostgreSQL, Redis and their workers here,
+so /proc shows every process they account for)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def process_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of a process; None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
