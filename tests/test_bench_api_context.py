@@ -4,22 +4,13 @@ stops every client thread at once, and the pause was counted as the server's lat
 from __future__ import annotations
 
 import gc
-import importlib.util
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_api_context", ROOT / "bench" / "api_context.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.bench_support import load_bench
 
 
 class _Ok(BaseHTTPRequestHandler):
@@ -49,7 +40,7 @@ def server():
 
 @pytest.mark.parametrize("rate", [None, 400.0])
 def test_the_load_generator_does_not_collect_during_a_phase(server, rate):
-    bench = _bench()
+    bench = load_bench("api_context.py")
     passes_in_phase = []
 
     def on_gc(phase, info):
@@ -76,7 +67,7 @@ def test_the_load_generator_does_not_collect_during_a_phase(server, rate):
 
 
 def test_a_traced_phase_splits_each_requests_latency(server, tmp_path):
-    bench = _bench()
+    bench = load_bench("api_context.py")
     result = bench.load(server, {}, lambda rng: ("GET", "/", {}), 40, 4, rate=400.0, trace=(str(tmp_path), "ping@400"))
     assert result["requests"] == 40
     assert sorted(_Ok.ids) == sorted(f"ping@400-{i}" for i in range(40))  # every request named

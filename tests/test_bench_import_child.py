@@ -3,23 +3,13 @@ leaves its output and exit status as they are."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.bench_support import load_bench
 from tests.factories import TeamFactory
 from tests.importer_support import jsonl
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _bench_child():
-    spec = importlib.util.spec_from_file_location("bench_import_child", ROOT / "bench" / "import_child.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.django_db
@@ -29,7 +19,7 @@ def test_the_import_benchmark_times_the_command_from_inside(tmp_path, capsys):
     path = tmp_path / "s.jsonl"
     path.write_bytes(jsonl({"external_id": "b-1", "agent": "a", "events": []}))
     times = tmp_path / "times.json"
-    _bench_child().run(str(times), ["import_sessions", str(path), "--team", team.slug])
+    load_bench("import_child.py").run(str(times), ["import_sessions", str(path), "--team", team.slug])
     assert capsys.readouterr().out.strip() == "imported 1, unchanged 0, rejected 0"
     reported = json.loads(times.read_text())
     assert set(reported) == {"wall", "cpu", "workers_cpu"} and reported["wall"] > 0 and reported["cpu"] >= 0

@@ -5,6 +5,7 @@ keeps per session share their repeated strings, and a session without findings i
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import inspect
 import tracemalloc
@@ -204,6 +205,21 @@ def test_the_findings_finalize_keeps_share_their_names_and_sessions_without_find
     assert not hasattr(first, "__dict__")  # slots: no dictionary per session
 
 
+def _finalize_traced(run, aggregate, skill_proposals, *patches) -> None:
+    """Finalize ``run`` under tracemalloc, with probes in place of the aggregation and the skill proposals."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.object(finalizing.aggregate_mod, "aggregate", aggregate))
+        stack.enter_context(mock.patch.object(finalizing, "skill_proposals", skill_proposals))
+        for patch in patches:
+            stack.enter_context(patch)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            finalizing.finalize(run.pk)
+        finally:
+            tracemalloc.stop()
+
+
 def _held_by_finalize(slug: str, count: int) -> dict[str, int]:
     """Finalize a run of ``count`` analysed sessions without findings, measuring with tracemalloc what finalize holds
     when it aggregates, and what the skill proposals allocate on top of what they are given."""
@@ -225,16 +241,7 @@ def _held_by_finalize(slug: str, count: int) -> dict[str, int]:
         seen["skills"] = tracemalloc.get_traced_memory()[1] - start
         return out
 
-    with (
-        mock.patch.object(finalizing.aggregate_mod, "aggregate", aggregate),
-        mock.patch.object(finalizing, "skill_proposals", skill_proposals),
-    ):
-        gc.collect()
-        tracemalloc.start()
-        try:
-            finalizing.finalize(run.pk)
-        finally:
-            tracemalloc.stop()
+    _finalize_traced(run, aggregate, skill_proposals)
     with rls.team_scope(team):
         assert DreamRun.objects.get(pk=run.pk).status == RunStatus.SUCCEEDED
     return seen
@@ -352,18 +359,8 @@ def _held_after_aggregating(slug: str, count: int) -> dict[str, int]:
         seen["drafted"] = tracemalloc.get_traced_memory()[0]
         return real_skills(*args, **kwargs)
 
-    with (
-        mock.patch.object(finalizing.aggregate_mod, "aggregate", aggregate),
-        mock.patch.object(finalizing, "skill_proposals", skill_proposals),
-        # The secret scan's memo keeps up to 8,192 texts whatever the run's size: bounded, not held per finding.
-        mock.patch.object(risk, "SCAN_CACHE_CHARS", 0),
-    ):
-        gc.collect()
-        tracemalloc.start()
-        try:
-            finalizing.finalize(run.pk)
-        finally:
-            tracemalloc.stop()
+    # The secret scan's memo keeps up to 8,192 texts whatever the run's size: bounded, not held per finding.
+    _finalize_traced(run, aggregate, skill_proposals, mock.patch.object(risk, "SCAN_CACHE_CHARS", 0))
     with rls.team_scope(team):
         assert ProposalEvidence.objects.filter(proposal__run=run).count() == count  # a row per session, stored
     return seen

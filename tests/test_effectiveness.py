@@ -118,13 +118,12 @@ def test_overview_counts_each_verdict(db):
     assert {b["verdict"]: b["pct"] for b in o.bars}[eff.HELPFUL] == 100
 
 
-def test_a_lesson_born_from_the_oldest_session_is_recognised_in_the_newer_ones_read_before_it(db):
-    """The analyses are streamed newest first and a session's findings are not held: the identities a lesson was
-    born from are read first, so a newer session (read before the session the lesson was born from) still counts its
-    mistake, with its words and where it shows."""
+def _born_from_the_oldest_session():
+    """A lesson born (its evidence) from the oldest session of its pattern, which is the last the stream reads, with
+    a text the memory match cannot find: only its born identities make it recur. Returns the harness and that
+    session's analysis."""
     from memory.models import MemoryVersion
 
-    # Each group's first session is its newest: the oldest session of all is the last of `before`.
     h = build(StoreFactory(), before=(False, False, True), served=(True, True, False), not_served=(True,))
     h.lesson.content = "Quarterly numbers are final on the fifth."  # nothing the memory match could find
     h.lesson.save()
@@ -135,6 +134,15 @@ def test_a_lesson_born_from_the_oldest_session_is_recognised_in_the_newer_ones_r
     MemoryVersion.objects.filter(entry=h.lesson).update(
         evidence=[{"session_id": oldest.session_id, "event_index": 1, "excerpt": "make deploy"}]
     )
+    return h, oldest
+
+
+def test_a_lesson_born_from_the_oldest_session_is_recognised_in_the_newer_ones_read_before_it(db):
+    """The analyses are streamed newest first and a session's findings are not held: the identities a lesson was
+    born from are read first, so a newer session (read before the session the lesson was born from) still counts its
+    mistake, with its words and where it shows."""
+    # Each group's first session is its newest: the oldest session of all is the last of `before`.
+    h, oldest = _born_from_the_oldest_session()
     signals = sorted(effectiveness.session_signals(h.store), key=lambda s: s.at)
     assert signals[0].session_id == oldest.session_id
     recurred = [s for s in signals if s.recurred]
@@ -208,18 +216,7 @@ def test_session_signals_hold_no_finding_that_concerns_no_entry(db, monkeypatch)
 def test_a_born_sessions_analysis_stored_while_upkeep_reads_is_counted_as_if_read_at_once(db, monkeypatch):
     """The born sessions' findings are read before the stream; one whose analysis is stored in between (another run
     finishing) is read by the stream, which reads again keeping its identities: the signals are those of one read."""
-    from memory.models import MemoryVersion
-
-    h = build(StoreFactory(), before=(False, False, True), served=(True, True, False), not_served=(True,))
-    h.lesson.content = "Quarterly numbers are final on the fifth."  # nothing the memory match could find
-    h.lesson.save()
-    oldest = min(
-        (a for a in h.run.analyses.all() if a.findings[0]["key"].startswith("cmd:make deploy")),
-        key=lambda a: a.session.started_at,
-    )
-    MemoryVersion.objects.filter(entry=h.lesson).update(
-        evidence=[{"session_id": oldest.session_id, "event_index": 1, "excerpt": "make deploy"}]
-    )
+    h, oldest = _born_from_the_oldest_session()
     expected = [
         (s.session_id, s.recurred, dict(s.words), dict(s.evidence)) for s in effectiveness.session_signals(h.store)
     ]
