@@ -91,7 +91,7 @@ def refinalize(size: int, dump: Path | None) -> None:
     finalizing.finalize(run.pk)
     seconds = time.perf_counter() - started
     peak = status_mib("VmHWM")
-    print(f"run of {size}: RSS before {before:.1f} MiB, peak {peak:.1f} MiB (+{peak - before:.1f}), {seconds:.1f} s")
+    print(f"run of {size}: RSS before {before:.1f} MiB, peak {peak:.1f} MiB (+{peak - before:.1f}), {seconds:.2f} s")
     print("  after each step, peak/RSS MiB: " + ", ".join(marks))
     if dump is None:
         return
