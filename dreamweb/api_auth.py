@@ -19,7 +19,7 @@ from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from . import rls
+from . import prepared, rls
 from .models import KEY_PREFIX, AgentKey, Team, hash_key
 
 KEYWORD = "Api-Key"
@@ -101,7 +101,7 @@ def _key_statement(vendor: str) -> tuple[str, list, int]:
 
 def _read_key(prefix: str) -> AgentKey | None:
     sql, converters, split = _key_statement(connection.vendor)
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:
         cursor.execute(sql, [prefix])
         row = cursor.fetchone()
     if row is None:

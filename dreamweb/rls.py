@@ -25,6 +25,8 @@ from collections.abc import Iterable, Iterator
 from django.conf import settings
 from django.db import connection, connections, transaction
 
+from . import prepared
+
 SETTING = "dreamweb.team_ids"
 # Only the owner role (and SECURITY DEFINER functions, which run as the owner) see every team with this value.
 ALL_TEAMS = "*"
@@ -137,13 +139,13 @@ def enable_operations(*tables: str, column: str = "team_id") -> list:
 
 
 def _current() -> str:
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:
         cursor.execute("SELECT current_setting(%s, true)", [SETTING])
         return cursor.fetchone()[0] or ""
 
 
 def _set(value: str) -> None:
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:
         cursor.execute("SELECT set_config(%s, %s, true)", [SETTING, value])
 
 
@@ -186,7 +188,8 @@ def team_scope(team_or_id) -> contextlib.AbstractContextManager[None]:
 
 
 def _ask(sql: str, params: list):
-    with connection.cursor() as cursor:
+    # Constant texts (the scope's statements are on every request's path: prepared, dreamweb.prepared).
+    with prepared.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return row[0] if row else None

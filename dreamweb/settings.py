@@ -102,6 +102,10 @@ DATABASES["default"]["TEST"] = {"NAME": os.environ.get("DREAMWEB_TEST_DB_NAME") 
 # fetches in one go); the team scope is transaction-local and needs nothing else.
 if os.environ.get("DATABASE_DISABLE_SERVER_SIDE_CURSORS", "").lower() in ("1", "true", "yes"):
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+# The API's hot statements are prepared once per connection (dreamweb.prepared). Off behind PgBouncer in transaction
+# pooling mode before 1.21 or with its max_prepared_statements at 0: a statement prepared on one server connection is
+# missing on the next (docker-compose.yml turns it off).
+DREAMWEB_DB_PREPARED_STATEMENTS = os.environ.get("DATABASE_PREPARED_STATEMENTS", "true").lower() in ("1", "true", "yes")
 # The owner role runs migrations and owns the tables; the application role (DATABASE_URL) does not.
 # Tests create and migrate their database as the owner, then run as the application role.
 DATABASE_OWNER_URL = os.environ.get("DATABASE_OWNER_URL", "")

@@ -21,6 +21,7 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
+from dreamweb import prepared
 from skills_registry import index as skills_index
 from skills_registry.services import published_index
 
@@ -264,7 +265,7 @@ def _insert_serve(fields: dict, stale_ids: list[int], now) -> int:
     # The two jsonb values encoded by orjson (a sixth of the standard encoder's time for 20 entries); PostgreSQL
     # stores jsonb parsed, so the row is the same whatever the spacing of the text sent.
     values = [orjson.dumps(fields[c]).decode() if c in ("entries", "skills") else fields[c] for c in _SERVE_COLUMNS]
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:
         if not stale_ids:
             cursor.execute(_INSERT_SERVE, values)
         else:
@@ -277,7 +278,7 @@ def mark_served(entry_ids: list[int], now) -> None:
         return
     stale_before = now - SERVED_RESOLUTION
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+        with prepared.cursor() as cursor:
             cursor.execute(_MARK_SERVED, [now, entry_ids, stale_before])
         return
     MemoryEntry.objects.filter(pk__in=entry_ids).filter(

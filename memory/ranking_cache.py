@@ -43,6 +43,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from dreamweb import prepared
+
 from .models import EntryStatus, MemoryStore
 from .ranking import (
     AGENT_LEVEL,
@@ -393,7 +395,7 @@ def ranked_entries_in(
         return store, ranked_entries(key, store=store, agent=agent, task=task, query=query, limit=limit)
     tsquery = _TSQUERY if query else "NULL"
     also_sql, also_params = _also_sql(also)
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:
         cursor.execute(
             _CHECK_SLUG.format(tsquery=tsquery, also=also_sql),
             [*([query] if query else []), *also_params, key.team_id, slug],
@@ -431,7 +433,7 @@ def ranked_entries(
     tsquery = _TSQUERY if query else "NULL"
     also_sql, also_params = _also_sql(also)
     words = [query] if query else []
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:
         if store is not None:
             sql, params = _CHECK_STORE, [store.pk, team_id, *words, *also_params]
         else:

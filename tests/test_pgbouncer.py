@@ -9,6 +9,8 @@ only and is stopped at the end.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import os
 import shutil
 import socket
@@ -20,8 +22,11 @@ from pathlib import Path
 import psycopg
 import pytest
 from django.conf import settings
+from django.db import connections
+from django.test import Client
 
 from dreamweb import rls
+from tests.api_support import make_key
 from tests.conftest import app_credentials, is_postgres
 from tests.factories import StoreFactory, TeamFactory, make_entry
 from tests.scoping import all_teams
@@ -42,9 +47,16 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def bouncer():
+def bouncer(bouncer_url):
+    """A function that opens a client connection through PgBouncer as the application role."""
+    # prepare_threshold=None: no server-side prepared statements, as with PgBouncer before 1.21.
+    return lambda: psycopg.connect(bouncer_url, autocommit=True, prepare_threshold=None)
+
+
+@pytest.fixture
+def bouncer_url():
     """PgBouncer in transaction mode with ONE server connection per database and user, in front of the test
-    database; yields a function that opens a client connection through it as the application role."""
+    database; yields the URL of a client connection through it as the application role."""
     db = settings.DATABASES["default"]
     app = app_credentials()
     # PgBouncer refuses to run as root: then it runs as the postgres user (-u), which must read its files.
@@ -77,8 +89,7 @@ def bouncer():
                     log = (tmp_path / "pgbouncer.log").read_text() if (tmp_path / "pgbouncer.log").exists() else ""
                     pytest.fail(f"pgbouncer did not start:\n{log[-2000:]}")
                 time.sleep(0.2)
-        # prepare_threshold=None: no server-side prepared statements, as with PgBouncer before 1.21.
-        yield lambda: psycopg.connect(url, autocommit=True, prepare_threshold=None)
+        yield url
     finally:
         proc.terminate()
         proc.wait(10)
@@ -115,3 +126,46 @@ def test_the_team_scope_stays_in_its_transaction_through_pgbouncer(bouncer):
     finally:
         a.close()
         b.close()
+
+
+@contextlib.contextmanager
+def _django_through(url: str):
+    """Django's connection through PgBouncer as the application role (logged in as it: PgBouncer passes no
+    ``options`` on), as the web app connects in docker-compose.yml; as it was afterwards."""
+    parts = psycopg.conninfo.conninfo_to_dict(url)
+    conn = connections["default"]
+    conn.close()
+    saved = copy.deepcopy(conn.settings_dict)
+    conn.settings_dict.update(HOST=parts["host"], PORT=parts["port"], USER=parts["user"], PASSWORD=parts["password"])
+    conn.settings_dict["OPTIONS"] = {k: v for k, v in saved.get("OPTIONS", {}).items() if k != "options"}
+    try:
+        yield
+    finally:
+        conn.close()
+        conn.settings_dict.clear()
+        conn.settings_dict.update(saved)
+
+
+def test_context_through_pgbouncer_prepares_nothing_when_told(bouncer_url, settings):
+    """DATABASE_PREPARED_STATEMENTS=false (docker-compose.yml, behind PgBouncer before 1.21): the API's hot
+    statements (dreamweb.prepared) are sent unprepared, so no server connection holds a statement another
+    transaction could miss; context is served to two teams' keys in turn over the one server connection."""
+    settings.DREAMWEB_DB_PREPARED_STATEMENTS = False
+    with all_teams():
+        teams = [TeamFactory(slug="bouncer-a"), TeamFactory(slug="bouncer-b")]
+        raws = []
+        for team in teams:
+            make_entry(StoreFactory(team=team, slug="eng"), key=f"{team.slug}-lesson", content="only for this team")
+            raws.append(make_key(team))
+    with _django_through(bouncer_url):
+        client = Client()
+        for _ in range(3):
+            for raw, team in zip(raws, teams, strict=True):
+                r = client.get(
+                    "/api/v1/context/", {"store": "eng", "query": "team"}, headers={"Authorization": f"Api-Key {raw}"}
+                )
+                assert r.status_code == 200, r.content[:300]
+                assert [i["key"] for i in r.json()["items"]] == [f"{team.slug}-lesson"]
+        with psycopg.connect(bouncer_url, autocommit=True, prepare_threshold=None) as peek:
+            # The same server connection (a pool of one) as the requests'.
+            assert peek.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0
