@@ -19,7 +19,7 @@ when the role changes, and reads the team scope at run time (dreamweb.rls: the p
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 
 def enabled() -> bool:
@@ -54,17 +54,20 @@ def cursor():
     """A cursor whose statements are prepared (Django's own cursor when prepared statements are off, or on SQLite).
     For constant statement texts only: each distinct text is one prepared statement on the connection."""
     global _classes_built
-    if not enabled():
-        return connection.cursor()
+    # The thread's connection looked up once: each attribute read through django.db.connection is a lookup of its
+    # own (a few microseconds each, five cursors a request).
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.vendor != "postgresql" or not settings.DREAMWEB_DB_PREPARED_STATEMENTS:
+        return db.cursor()
     if _classes_built is None:
         _classes_built = _classes()
     preparing, debug = _classes_built
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    raw = connection.connection
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    raw = db.connection
     if raw.prepare_threshold is None:
         raw.prepare_threshold = _NEVER_BY_COUNT
-    with connection.wrap_database_errors:
-        connection.validate_thread_sharing()
+    with db.wrap_database_errors:
+        db.validate_thread_sharing()
         made = preparing(raw)
-        return debug(made, connection) if connection.queries_logged else connection.make_cursor(made)
+        return debug(made, db) if db.queries_logged else db.make_cursor(made)
