@@ -19,11 +19,7 @@ when the role changes, and reads the team scope at run time (dreamweb.rls: the p
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections
-
-
-def enabled() -> bool:
-    return connection.vendor == "postgresql" and settings.DREAMWEB_DB_PREPARED_STATEMENTS
+from django.db import DEFAULT_DB_ALIAS, connections
 
 
 def _classes():
