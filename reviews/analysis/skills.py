@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -102,12 +103,29 @@ def group_findings(sessions: Iterable) -> list[dict]:
     {key, kind, summary, old, new, tags, sessions, agents, confidence, trust, evidence}; ``evidence``: the group's
     first EVIDENCE_PER_GROUP rows by session (external id) and event, all a proposal quotes (a pattern seen in
     most of 100,000 sessions has a row in each: held as dictionaries they were the skill proposals' peak)."""
-    groups: dict[str, dict] = {}
-    members: dict[str, set] = {}  # each group's sessions as a set: a session is counted once, in constant time
-    ranks: dict[str, list] = {}  # each group's first evidence rows, (external id, event, arrival, row), in order
-    arrival = 0
+    groups = FindingGroups()
     for s in sessions:
+        groups.add(s)
+    return groups.groups()
+
+
+class FindingGroups:
+    """group_findings one session at a time (``add``), then ``groups()`` once: finalize groups the findings as the
+    aggregation reads them, instead of holding them for a read of their own. What a group keeps per finding is a
+    word or two: its sessions' ids (an array of integers while they are integers) and the findings' confidences (an
+    array of doubles, summed as the list was); its trust levels are a set. ``distinct``: each session is given once
+    (a run's, read once), so no set of each group's sessions is needed to count one given again."""
+
+    def __init__(self, *, distinct: bool = False) -> None:
+        self._groups: dict[str, dict] = {}
+        self._members: dict[str, set] | None = None if distinct else {}
+        self._ranks: dict[str, list] = {}  # each group's first evidence rows, (external id, event, arrival, row)
+        self._arrival = 0
+
+    def add(self, s) -> None:
+        groups, members, ranks = self._groups, self._members, self._ranks
         get = s.get if isinstance(s, dict) else lambda name, s=s: getattr(s, name, None)
+        counted: set[str] = set()  # the groups this session is already counted in (given once)
         for f in get("findings") or []:
             key = f.get("key")
             if not key:
@@ -121,33 +139,42 @@ def group_findings(sessions: Iterable) -> list[dict]:
                     "old": f.get("old"),
                     "new": f.get("new"),
                     "tags": [],
-                    "sessions": [],
+                    "sessions": array("q"),
                     "agents": [],
-                    "confidences": [],
-                    "trusts": [],
+                    "confidences": array("d"),
+                    "trusts": set(),
                     "evidence": [],
                 }
-                members[key], ranks[key] = set(), []
+                ranks[key] = []
+                if members is not None:
+                    members[key] = set()
             sid = get("session_id")
-            if sid not in members[key]:
-                members[key].add(sid)
-                g["sessions"].append(sid)
+            if key not in counted and (members is None or sid not in members[key]):
+                counted.add(key)
+                if members is not None:
+                    members[key].add(sid)
+                try:
+                    g["sessions"].append(sid)
+                except TypeError:  # an id that is no integer (a test's, a dict's): a list from here on
+                    g["sessions"] = [*g["sessions"], sid]
             if get("agent") and get("agent") not in g["agents"]:
                 g["agents"].append(get("agent"))
             g["tags"] += [t for t in f.get("tags") or [] if t not in g["tags"]]
             g["confidences"].append(float(f.get("confidence") or 0.0))
-            g["trusts"].append(f.get("trust") or "agent")
+            g["trusts"].add(f.get("trust") or "agent")
             for ev in f.get("evidence") or []:
-                arrival += 1
-                _keep_first(ranks[key], get("external_id"), sid, ev, arrival)
-    out = []
-    for key, g in groups.items():
-        confidences = g.pop("confidences")
-        g["confidence"] = round(sum(confidences) / len(confidences), 3) if confidences else 0.0
-        g["trust"] = lowest_trust(g.pop("trusts"))
-        g["evidence"] = [rank[-1] for rank in ranks[key]]
-        out.append(g)
-    return sorted(out, key=lambda g: (-len(g["sessions"]), g["key"]))
+                self._arrival += 1
+                _keep_first(ranks[key], get("external_id"), sid, ev, self._arrival)
+
+    def groups(self) -> list[dict]:
+        out = []
+        for key, g in self._groups.items():
+            confidences = g.pop("confidences")
+            g["confidence"] = round(sum(confidences) / len(confidences), 3) if confidences else 0.0
+            g["trust"] = lowest_trust(g.pop("trusts"))
+            g["evidence"] = [rank[-1] for rank in self._ranks[key]]
+            out.append(g)
+        return sorted(out, key=lambda g: (-len(g["sessions"]), g["key"]))
 
 
 def _keep_first(kept: list, external_id, sid, ev: dict, arrival: int) -> None:

@@ -61,16 +61,19 @@ def skill_proposals(
     *,
     analysed: int | None = None,
     procedures: list[dict] | None = None,
+    groups: list[dict] | None = None,
 ) -> list[ProposalDraft]:
     """Skill drafts for one run (call inside its team scope). ``sessions``: the run's SessionFindings (session_id
     is the pk), every analysed session, or with ``analysed`` (how many the run analysed) only those with findings.
     ``skills``: the team's published skills (skill_snapshots). ``procedures``: run_procedures of the run, read here
-    when not given."""
+    when not given. ``groups``: group_findings of the sessions, made as finalize read them; ``sessions`` is then
+    empty and the sessions the drafts quote are read back."""
     if analysed is None:
         analysed = len(sessions)
     if procedures is None:
         procedures = run_procedures(run, policy, analysed=analysed)
-    groups = group_findings(sessions)
+    if groups is None:
+        groups = group_findings(sessions)
     drafts = [
         ProposalDraft(**fields)
         for fields in skill_drafts(
@@ -96,7 +99,7 @@ def skill_proposals(
 
 def _supporting(run: DreamRun, ids: set, by_id: dict) -> list:
     """The run's analysed sessions among ``ids``: those with findings as given, the others (a procedure's sessions
-    need no finding) read back as their agent and source only, a chunk of ids at a time."""
+    need no finding, and finalize gives none) read back as their agent and source only, a chunk of ids at a time."""
     found = [by_id[i] for i in ids if i in by_id]
     rest = sorted(i for i in ids if i not in by_id and isinstance(i, int))
     for start in range(0, len(rest), 2000):
