@@ -82,7 +82,8 @@ def refinalize(size: int, dump: Path | None) -> None:
         setattr(owner, name, step)
 
     for step_name in ("run_procedures", "upkeep_proposals", "_session_findings", "skill_proposals", "_persist"):
-        marked(finalizing, step_name)
+        if hasattr(finalizing, step_name):  # the findings' read is no step of its own since stop 21
+            marked(finalizing, step_name)
     marked(finalizing.aggregate_mod, "aggregate")
     gc.collect()
     reset_peak()  # finalize's own peak, not the deletion's above

@@ -18,9 +18,11 @@ from django.test.utils import CaptureQueriesContext
 from dreamweb import rls
 from memory.models import AgentSession
 from memory.sessions import store_batch, validate_session
+from reviews.analysis import aggregate as aggregate_mod
 from reviews.analysis import risk
 from reviews.analysis.findings import ProposalDraft
 from reviews.dreams import evidence_rows, finalizing, steps
+from reviews.dreams.run_findings import RunFindings
 from reviews.models import AnalysisStatus, DreamRun, ProposalEvidence, RunStatus, SessionAnalysis
 from tests.conftest import is_postgres
 from tests.factories import StoreFactory, TeamFactory
@@ -189,10 +191,10 @@ def test_the_findings_finalize_keeps_share_their_names_and_sessions_without_find
     with rls.team_scope(team):
         for sid in ids[:2]:
             SessionAnalysis.objects.filter(run=run, session_id=sid).update(findings=[finding])
-        sessions = finalizing._session_findings(run)
+        sessions = RunFindings(run)
+        first, second = sessions
     # The session without findings is no object, only counted: among the analysed sessions and in the baseline of
     # the aggregation's agent and task scoping.
-    first, second = sessions.found
     assert sessions.analysed == 3
     assert {agent: dict(tasks) for agent, tasks in sessions.agent_tasks.items()} == {first.agent: {first.task: 3}}
     assert first.findings == second.findings == [finding]  # the same content, read back
@@ -379,6 +381,63 @@ def test_what_finalize_holds_per_finding_stays_small():
     assert (big["aggregating"] - small["aggregating"]) / 500 < 800, (small, big)
     left = {size: seen["drafted"] - seen["aggregating"] for size, seen in ((100, small), (600, big))}
     assert (left[600] - left[100]) / 500 < 40, (small, big)
+
+
+# Three fixes, each seen in a third of the sessions: three proposals.
+FIXES = [("make deploy", "make release"), ("npm test", "npm run test:ci"), ("pytest", "pytest -p no:cacheprovider")]
+
+
+def _held_between_patterns(slug: str, count: int) -> dict[str, int]:
+    """Finalize a run of ``count`` sessions that each have one finding of one of three fixes (with its own excerpt
+    and event), measuring with tracemalloc what finalize holds as it starts to read each pattern's findings for its
+    draft (the largest), and when the skill proposals start."""
+    team, store, ids = _team_with_sessions(slug, count)
+    run = _running(team, store, ids, status=AnalysisStatus.DONE)
+    with rls.team_scope(team):
+        for n, sid in enumerate(ids):
+            old, new = FIXES[n % len(FIXES)]
+            finding = {
+                "kind": "corrected_command",
+                "key": f"cmd:{old}=>{new}",
+                "summary": f"Use `{new}` instead of `{old}`: the old one is gone.",
+                "old": old,
+                "new": new,
+                "error": f"{old}: not found",
+                "trust": "agent",
+                "evidence": [{"event_index": 300 + n, "excerpt": f"{old} # try {n}", "trust": "agent"}],
+            }
+            SessionAnalysis.objects.filter(run=run, session_id=sid).update(findings=[finding])
+    seen = {"between": 0}
+    real_drafting, real_skills = aggregate_mod._drafting, finalizing.skill_proposals
+
+    def drafting(*args, **kwargs):
+        gc.collect()
+        seen["between"] = max(seen["between"], tracemalloc.get_traced_memory()[0])
+        return real_drafting(*args, **kwargs)
+
+    def skill_proposals(*args, **kwargs):
+        gc.collect()
+        seen["skills"] = tracemalloc.get_traced_memory()[0]
+        return real_skills(*args, **kwargs)
+
+    patches = [mock.patch.object(risk, "SCAN_CACHE_CHARS", 0), mock.patch.object(aggregate_mod, "_drafting", drafting)]
+    _finalize_traced(run, aggregate_mod.aggregate, skill_proposals, *patches)
+    with rls.team_scope(team):
+        assert ProposalEvidence.objects.filter(proposal__run=run).count() == count  # a row per session, stored
+    return seen
+
+
+def test_finalize_holds_a_few_words_per_finding_between_patterns():
+    """Finalize reads a run's findings once in full to group them, keeping per pattern its counts, its first finding
+    and a word per session, then again a pattern at a time for its draft (reviews.dreams.run_findings): it once held
+    every finding through the aggregation and the skill proposals (34,000 at 100,000 sessions, 0.8 KiB each as
+    records). 600 sessions with a finding against 100: what it holds as it starts to read a pattern, and when the
+    skill proposals start (their groups keep an id and a confidence per finding), stays within a few words a
+    finding; holding the findings costs 700 bytes a finding or more."""
+    _held_between_patterns("flat-warm", 30)
+    small, big = _held_between_patterns("flat-small", 100), _held_between_patterns("flat-big", 600)
+    assert (big["between"] - small["between"]) / 500 < 100, (small, big)
+    assert (big["skills"] - small["skills"]) / 500 < 100, (small, big)
 
 
 def _dispatch_lines() -> set[int]:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import difflib
 import gc
 import re
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from . import normalize as nz
 from .findings import (
@@ -85,7 +87,11 @@ def _words_re(phrase: str) -> re.Pattern:
 class Bucket:
     family: str
     key: str
-    items: list[tuple[int, dict]] = field(default_factory=list)  # (session index, finding)
+    # (session index, finding): only the first while the findings are grouped, all of them while its cluster is
+    # drafted (Findings.at reads them again), so the run's findings are never held at once.
+    items: list[tuple[int, dict]] = field(default_factory=list)
+    count: int = 0  # its findings
+    sessions: array | None = None  # the indices of its sessions, ascending, until its cluster has them
     # features of the first finding, for the similarity test
     new: str = ""
     old: str = ""
@@ -203,19 +209,34 @@ def notes_alike(a_anc, a_sal, b_anc, b_sal) -> bool:
     return common >= 2 and nz.overlap(a_sal, b_sal) >= 0.5
 
 
-def group(sessions: list[SessionFindings]) -> list[list[Bucket]]:
-    """Clusters of buckets; each cluster is one pattern."""
+def bucket_key(f: Mapping) -> tuple[str, str]:
+    """A finding's bucket: its family and normalised key (or, without a key, its wording's)."""
+    key = nz.collapse(str(f.get("key") or "")).lower() or nz.content_key(f.get("summary") or "")
+    return family_of(f), key
+
+
+def _buckets(sessions: Iterable[SessionFindings]) -> tuple[dict[tuple[str, str], Bucket], int]:
+    """The findings' buckets, read once in order, each with its count, its sessions and its first finding only;
+    and how many sessions were read."""
     buckets: dict[tuple[str, str], Bucket] = {}
+    read = 0
     for si, sf in enumerate(sessions):
+        read = si + 1
         for f in sf.findings or ():
             if not isinstance(f, Mapping):
                 continue
-            fam = family_of(f)
-            key = nz.collapse(str(f.get("key") or "")).lower() or nz.content_key(f.get("summary") or "")
-            b = buckets.get((fam, key))
+            at = bucket_key(f)
+            b = buckets.get(at)
             if b is None:
-                b = buckets[(fam, key)] = Bucket(fam, key)
-            b.items.append((si, f))
+                b = buckets[at] = Bucket(*at, [(si, f)], sessions=array("l"))
+            b.count += 1
+            if not b.sessions or b.sessions[-1] != si:
+                b.sessions.append(si)
+    return buckets, read
+
+
+def group(buckets: dict[tuple[str, str], Bucket]) -> list[list[Bucket]]:
+    """Clusters of buckets; each cluster is one pattern."""
     # How many note buckets use each word: the rarest words two wordings share are their topic ("Tuesday",
     # "Friday", "review"), a better candidate block for a paraphrase than a random pick of its words.
     note_df: Counter = Counter()
@@ -225,7 +246,7 @@ def group(sessions: list[SessionFindings]) -> list[list[Bucket]]:
             note_df.update(b.salient)
     # Most frequent first; among equals, the wordings with fewer concrete details first, so that a wording which adds
     # one ("Learned on LUM-2290: ...") joins the plain ones instead of leading a cluster they cannot join.
-    ordered = sorted(buckets.values(), key=lambda b: (-len(b.items), b.family, len(b.anchors), b.key))
+    ordered = sorted(buckets.values(), key=lambda b: (-b.count, b.family, len(b.anchors), b.key))
     # Per candidate block, up to MAX_LEADERS representatives (cluster index, bucket). A bucket that joins a cluster
     # also represents it in its own blocks, so paraphrases chain ("FY begins Feb 1" ~ "fiscal year begins February
     # 1st" ~ "fiscal year starts 1 February") while each bucket is still compared with a bounded number of others.
@@ -340,12 +361,67 @@ def _scope_ok(entry: Entry, agent: str | None) -> bool:
 class Cluster:
     family: str
     buckets: list[Bucket]
-    sessions: list[int]  # indices into the SessionFindings list
-    items: list[tuple[int, dict]]
+    sessions: Sequence[int]  # indices of its sessions among those with findings, ascending
+    # Its findings in its buckets' order, each bucket's in the sessions' order: only while it is drafted.
+    items: list[tuple[int, dict]] | None = None
 
     @property
     def leader(self) -> Bucket:
         return self.buckets[0]
+
+
+class Findings(Protocol):
+    """The sessions with findings, read again where the aggregation needs them: once in full, in order (their index
+    is their place in that order), then only the sessions of the pattern being drafted. Finalize reads them from
+    the database (reviews.dreams.finalizing), so a run's findings are never all in memory; a list is wrapped."""
+
+    def __iter__(self) -> Iterator[SessionFindings]: ...
+
+    def at(self, indices: Sequence[int]) -> Iterator[tuple[int, SessionFindings]]:
+        """(index, session) of the sessions at these ascending indices, in that order."""
+
+    def external_ids(self, indices: Sequence[int]) -> list[str]:
+        """The external ids of the sessions at these indices."""
+
+
+class _Listed:
+    """A list of SessionFindings as Findings."""
+
+    def __init__(self, sessions: Sequence[SessionFindings]) -> None:
+        self.sessions = sessions
+
+    def __iter__(self) -> Iterator[SessionFindings]:
+        return iter(self.sessions)
+
+    def at(self, indices: Sequence[int]) -> Iterator[tuple[int, SessionFindings]]:
+        return ((i, self.sessions[i]) for i in indices)
+
+    def external_ids(self, indices: Sequence[int]) -> list[str]:
+        return [self.sessions[i].external_id for i in indices]
+
+
+def _drafting(c: Cluster, findings: Findings) -> dict[int, SessionFindings]:
+    """Read the cluster's findings (``c.items`` and each bucket's ``items``, in the order grouping met them) and
+    return its sessions by index, without their findings. ``_drafted`` lets them go."""
+    wanted: dict[tuple[str, str], list] = {(b.family, b.key): [] for b in c.buckets}
+    sessions: dict[int, SessionFindings] = {}
+    for si, sf in findings.at(c.sessions):
+        sessions[si] = SessionFindings(sf.session_id, sf.external_id, sf.agent, sf.task, (), source=sf.source)
+        for f in sf.findings or ():
+            if isinstance(f, Mapping):
+                items = wanted.get(bucket_key(f))
+                if items is not None:
+                    items.append((si, f))
+    for b in c.buckets:
+        b.items = wanted[(b.family, b.key)]
+    c.items = [it for b in c.buckets for it in b.items]
+    return sessions
+
+
+def _drafted(c: Cluster) -> None:
+    for b in c.buckets:
+        b.items = b.items[:1]  # the first finding: the isolated row and the leader's features read it
+    c.items = None
 
 
 def _most_common(texts: list[str]) -> str:
@@ -590,14 +666,14 @@ def _describe(cluster: Cluster, sessions, n: int) -> str:
     return head + "."
 
 
-def _isolated_row(cluster: Cluster, sessions, reason: str) -> dict:
-    f = cluster.items[0][1]
+def _isolated_row(cluster: Cluster, findings: Findings, reason: str) -> dict:
+    f = cluster.leader.items[0][1]
     return {
         "kind": f.get("kind"),
         "key": redact(cluster.leader.key),
         "summary": redact(f.get("summary") or ""),
         "sessions": len(cluster.sessions),
-        "supporting_sessions": sorted({str(sessions[i].external_id) for i in cluster.sessions})[:20],
+        "supporting_sessions": sorted({str(e) for e in findings.external_ids(cluster.sessions)})[:20],
         "reason": reason,
     }
 
@@ -616,10 +692,8 @@ def _merge_lookups(clusters: list[Cluster]) -> list[Cluster]:
             if host.family == "lookup" and c.family == "where":
                 host.family = "where"
                 host.buckets = c.buckets + host.buckets
-                host.items = c.items + host.items
             else:
                 host.buckets += c.buckets
-                host.items += c.items
             continue
         by_sessions[sig] = c
         out.append(c)
@@ -748,7 +822,7 @@ def _merge_duplicates(index: MemoryIndex, n: int) -> list[ProposalDraft]:
 
 
 def aggregate(
-    sessions: list[SessionFindings],
+    sessions: Sequence[SessionFindings] | Findings,
     *,
     sessions_analysed: int,
     memory: list[dict],
@@ -763,6 +837,7 @@ def aggregate(
     """Drafts from the analysed sessions' findings. ``sessions``: every analysed session, or, with ``agent_tasks``
     (agent → Counter(task → analysed sessions), counted over every analysed session), only those with findings: a
     session without findings is then no object at all, only its count (finalize of a 100,000-session cycle).
+    ``sessions`` may be Findings (read again, a pattern at a time, instead of held: finalize's).
     ``keep_evidence``: called with each finished draft's evidence rows (assessed and redacted), returns what the
     draft holds instead (finalize writes them out: reviews.dreams.spill); by default the draft keeps its list."""
     # Grouping allocates many small objects and creates no reference cycles: the cyclic collector would only rescan
@@ -800,18 +875,24 @@ def _aggregate(
     agent_tasks,
     keep_evidence,
 ) -> AggregateResult:
-    n = max(int(sessions_analysed or 0), len(sessions), 1)
+    findings = sessions if hasattr(sessions, "at") else _Listed(sessions)
     result = AggregateResult()
     index = MemoryIndex(memory, skills)
     if agent_tasks is None:
         agent_tasks = defaultdict(Counter)
-        for sf in sessions:
+        for sf in findings:
             agent_tasks[sf.agent][sf.task] += 1
 
+    buckets, read = _buckets(findings)
+    n = max(int(sessions_analysed or 0), read, 1)
     clusters = []
-    for buckets in group(sessions):
-        items = [it for b in buckets for it in b.items]
-        clusters.append(Cluster(buckets[0].family, buckets, sorted({si for si, _ in items}), items))
+    for members in group(buckets):
+        # A cluster's sessions, one machine word each; its buckets' own lists go.
+        ids = members[0].sessions if len(members) == 1 else sorted(set().union(*(b.sessions for b in members)))
+        for b in members:
+            b.sessions = None
+        clusters.append(Cluster(members[0].family, members, array("l", ids)))
+    del buckets
 
     proposable: list[Cluster] = []
     isolated: list[tuple[Cluster, str]] = []
@@ -820,7 +901,7 @@ def _aggregate(
         if c.family == "secret" or c.family == "injection":
             row = _isolated_row(
                 c,
-                sessions,
+                findings,
                 "holds a secret: never proposed"
                 if c.family == "secret"
                 else "a fetched page gives agents instructions: never proposed",
@@ -833,7 +914,7 @@ def _aggregate(
         if c.family == "failure":
             isolated.append((c, "recurring failure, but no fix was seen"))
             continue
-        if c.family == "guess" and len(_per_session_set(c, "location")) < GUESSED_PATHS:
+        if c.family == "guess" and len(_guessed_paths(c, findings)) < GUESSED_PATHS:
             # One wrong path again and again is a place to remember (a rediscovery says it, "not X"); guessing is a
             # habit only when the wrong paths differ.
             isolated.append((c, "the same wrong path: a rediscovery says where the file is"))
@@ -848,7 +929,11 @@ def _aggregate(
 
     allowed = set(allowed_hosts or ()) | index.hosts
     for c in proposable:
-        draft = _draft(c, sessions, n, index, min_sessions, agent_tasks, result)
+        # One pattern's findings at a time, read again for its draft and let go once its evidence is kept.
+        by_index = _drafting(c, findings)
+        draft = _draft(c, by_index, n, index, min_sessions, agent_tasks, result)
+        _drafted(c)
+        del by_index
         if draft is None:
             continue
         _finish(draft, index, store_kind, allowed)
@@ -861,9 +946,17 @@ def _aggregate(
 
     # Only the most prevalent isolated patterns are written out (redacting each one costs a few regexes).
     isolated.sort(key=lambda ci: (-len(ci[0].sessions), ci[0].leader.key))
-    result.isolated = [_isolated_row(c, sessions, reason) for c, reason in isolated[:MAX_ISOLATED]]
+    result.isolated = [_isolated_row(c, findings, reason) for c, reason in isolated[:MAX_ISOLATED]]
     result.proposals.sort(key=lambda d: (-d.prevalence_sessions, d.operation, d.signature))
     return result
+
+
+def _guessed_paths(c: Cluster, findings: Findings) -> set[str]:
+    _drafting(c, findings)
+    try:
+        return _per_session_set(c, "location")
+    finally:
+        _drafted(c)
 
 
 def _finish(draft: ProposalDraft, index: MemoryIndex, store_kind: str, allowed) -> None:

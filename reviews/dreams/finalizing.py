@@ -15,13 +15,12 @@ whatever the policy, but kept with their evidence for the record.
 from __future__ import annotations
 
 import logging
-from collections import Counter, defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
 
 from celery import shared_task
 from django.conf import settings
-from django.db.models import Count, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from dreamweb import rls
@@ -36,8 +35,9 @@ from .. import evidence
 # The module, not its function: looked up when a run finalizes (tests replace aggregate.aggregate).
 from ..analysis import aggregate as aggregate_mod
 from ..analysis import registry
-from ..analysis.findings import AggregateResult, SessionFindings, evidence_findings
+from ..analysis.findings import AggregateResult
 from ..analysis.risk import is_poisoned, scan_memo
+from ..analysis.skills import FindingGroups, group_findings
 from ..models import (
     AnalysisStatus,
     AutonomyPolicy,
@@ -54,8 +54,8 @@ from . import evidence_rows
 from .evidence_rows import EvidenceRow
 from .expiry import expiry_drafts
 from .queue import TASK_OPTIONS, run_info
-from .records import Shapes
 from .reports import build_report, draft_report
+from .run_findings import RunFindings
 from .selection import get_policy
 from .skills import run_procedures, skill_proposals
 from .spill import EvidenceSpill
@@ -69,91 +69,6 @@ NO_MODEL = "no language model is configured (DREAMWEB_LLM_MODEL, and OPENAI_API_
 # Proposals that already wait for someone (or for nobody: quarantined): a new draft with the same signature is not
 # stored twice.
 WAITING = (ProposalStatus.PENDING, ProposalStatus.APPLYING, ProposalStatus.QUARANTINED)
-
-
-@dataclass
-class _RunSessions:
-    """The run's analysed sessions as finalize holds them. Only a session with findings is an object (the
-    aggregation's items and evidence point at it); every other one is only counted, in ``analysed`` and in the
-    (agent, task) baseline of the aggregation's scoping, so finalize's memory follows the run's findings, not its
-    sessions (about a third of a cycle's sessions have a finding)."""
-
-    found: list  # SessionFindings of the sessions with findings, in the analyses' order
-    analysed: int  # every analysed session of the run
-    agent_tasks: dict  # agent → Counter(task → analysed sessions)
-
-
-def _session_findings(run: DreamRun) -> _RunSessions:
-    """The run's analysed sessions as the aggregation reads them. The rows are streamed (not cached by the queryset
-    beside the objects), and the agent, task and source names, repeated across sessions, are one string each. Most
-    sessions have no finding (about two thirds): they are counted by agent and task in SQL, not sent row by row."""
-    done = SessionAnalysis.objects.filter(run=run, status=AnalysisStatus.DONE)
-    names: dict = {}
-    analysed = 0
-    agent_tasks: dict[str, Counter] = defaultdict(Counter)
-    counts = done.order_by().values_list("session__agent", "session__task").annotate(n=Count("id"))
-    for agent, task, n in counts:
-        analysed += n
-        agent = names.setdefault(agent, agent)
-        task = task if task is None else names.setdefault(task, task)
-        agent_tasks[agent][task] += n
-    rows = (
-        done.exclude(findings=[])
-        .order_by("id")
-        .values_list(
-            "session_id", "session__external_id", "session__agent", "session__task", "findings", "session__source"
-        )
-    )
-    shapes = Shapes()
-    out = []
-    for sid, eid, agent, task, findings, source in rows.iterator(chunk_size=2000):
-        found = _exact(_shared_keys(f, names, shapes) for f in evidence_findings(findings)) if findings else ()
-        if not found:
-            continue
-        agent = names.setdefault(agent, agent)
-        task = task if task is None else names.setdefault(task, task)
-        out.append(SessionFindings(sid, eid, agent, task, found, source=names.setdefault(source or "", source or "")))
-    return _RunSessions(out, analysed, agent_tasks)
-
-
-# Strings up to this length are shared between findings (names, kinds, trust levels, tools, short commands).
-SHARED_STRING_CHARS = 40
-# A pattern's key, wording, commands, error and its signature are the same text in each of its sessions (the
-# aggregation groups them by it): shared whatever their length. An excerpt is shared only with a text already kept (a
-# note's excerpt is its summary, a command's is the command), never added for its own sake: most quote one session.
-SHARED_FIELDS = frozenset({"key", "summary", "old", "new", "error", "error_signature"})
-
-
-def _exact(items) -> list:
-    """A list of exactly its length: a comprehension's list keeps room to grow (88 bytes for one item, not 64)."""
-    return list(tuple(items))
-
-
-def _shared_field(key: str, value, names: dict, shapes: Shapes):
-    if isinstance(value, str):
-        if key in SHARED_FIELDS:
-            return names.setdefault(value, value)
-        if key == "excerpt":
-            return names.get(value, value)
-    return _shared_keys(value, names, shapes)
-
-
-def _shared_keys(value, names: dict, shapes: Shapes):
-    """The value with every short string replaced by one shared string per text, and every JSON object by a Record
-    (reviews.dreams.records) whose key names are one tuple per shape. Each row's JSON is decoded on its own, so
-    without this every finding carries its own dictionary tables, its own copies of the same dozen key names and of
-    its kind, trust levels and tool, and its own float for the same confidence."""
-    if isinstance(value, dict):
-        keys = tuple(names.setdefault(k, k) for k in value)
-        return shapes.record(keys, tuple(_shared_field(k, v, names, shapes) for k, v in value.items()))
-    if isinstance(value, list):
-        # Most findings have no tags: one empty list for all of them (nothing in finalize writes to a finding).
-        return _exact(_shared_keys(v, names, shapes) for v in value) if value else shapes.empty
-    if isinstance(value, str) and len(value) <= SHARED_STRING_CHARS:
-        return names.setdefault(value, value)
-    if type(value) is float and value:  # not 0.0: -0.0 equals it and would come back as 0.0
-        return names.setdefault(value, value)  # a float never equals a string key
-    return value
 
 
 @dataclass
@@ -397,9 +312,12 @@ def _aggregate(run: DreamRun, policy: AutonomyPolicy, spill: EvidenceSpill) -> t
     # analyses, so their peaks do not stack on the findings finalize holds. They need no finding, only the count.
     procedures = run_procedures(run, policy, analysed=analysed)
     upkeep = upkeep_proposals(run, policy, sessions_analysed=analysed)
-    sessions = _session_findings(run)
+    # The findings are read as the aggregation needs them, never held at once; the skill proposals' groups are made
+    # in the aggregation's full read (reviews.dreams.run_findings).
+    grouping = FindingGroups(distinct=True)  # a run's sessions, each read once
+    sessions = RunFindings(run, tap=grouping.add)
     result = aggregate_mod.aggregate(
-        sessions.found,
+        sessions,
         sessions_analysed=sessions.analysed,
         agent_tasks=sessions.agent_tasks,
         memory=memory,
@@ -411,8 +329,9 @@ def _aggregate(run: DreamRun, policy: AutonomyPolicy, spill: EvidenceSpill) -> t
         keep_evidence=spill.keep,
     )
     consolidation = _consolidate(run, policy, memory, result)
+    groups = grouping.groups() if sessions.tapped else group_findings(RunFindings(run))
     result.proposals += skill_proposals(
-        run, sessions.found, policy, skills, analysed=sessions.analysed, procedures=procedures
+        run, (), policy, skills, analysed=sessions.analysed, procedures=procedures, groups=groups
     )
     result.proposals += upkeep
     result.proposals += expiry_drafts(run.store)  # expired entries: remove or renew
