@@ -21,7 +21,7 @@ from memory.sessions import store_batch, validate_session
 from reviews.analysis import aggregate as aggregate_mod
 from reviews.analysis import risk
 from reviews.analysis.findings import ProposalDraft
-from reviews.dreams import evidence_rows, finalizing, steps
+from reviews.dreams import evidence_rows, finalizing, run_findings, steps
 from reviews.dreams.run_findings import RunFindings
 from reviews.models import AnalysisStatus, DreamRun, ProposalEvidence, RunStatus, SessionAnalysis
 from tests.conftest import is_postgres
@@ -438,6 +438,37 @@ def test_finalize_holds_a_few_words_per_finding_between_patterns():
     small, big = _held_between_patterns("flat-small", 100), _held_between_patterns("flat-big", 600)
     assert (big["between"] - small["between"]) / 500 < 100, (small, big)
     assert (big["skills"] - small["skills"]) / 500 < 100, (small, big)
+
+
+def test_the_aggregation_reads_a_runs_findings_again_by_pattern_as_it_drafts_from_them_held(monkeypatch):
+    """The aggregation over RunFindings (read in full, then each pattern's sessions again, a chunk of ids at a time)
+    makes the same drafts, isolated and withheld rows as over the same sessions held in a list."""
+    team, store, ids = _team_with_sessions("reread", 40)
+    run = _running(team, store, ids, status=AnalysisStatus.DONE)
+    with rls.team_scope(team):
+        for n, sid in enumerate(ids):
+            old, new = FIXES[n % len(FIXES)]
+            found = [
+                {
+                    "kind": "corrected_command",
+                    "key": f"cmd:{old}=>{new}",
+                    "summary": f"Use `{new}` instead of `{old}`.",
+                    "old": old,
+                    "new": new,
+                    "error": f"{old}: not found ({n})",
+                    "evidence": [{"event_index": n, "excerpt": f"{old} # {n}", "trust": "agent"}],
+                },
+                {"kind": "note", "key": f"note:{n % 7}", "summary": f"The build cache lives in /tmp/cache-{n % 7}."},
+            ]
+            if n % 5:  # some sessions without findings: not read, only counted
+                SessionAnalysis.objects.filter(run=run, session_id=sid).update(findings=found[: 1 + n % 2])
+        monkeypatch.setattr(run_findings, "CHUNK", 7)
+        read = RunFindings(run)
+        kwargs = {"sessions_analysed": read.analysed, "agent_tasks": read.agent_tasks, "memory": []}
+        again = aggregate_mod.aggregate(read, **kwargs)
+        held = aggregate_mod.aggregate(list(RunFindings(run)), **kwargs)
+    assert [d.signature for d in again.proposals] == [d.signature for d in held.proposals] != []
+    assert again == held
 
 
 def _dispatch_lines() -> set[int]:
