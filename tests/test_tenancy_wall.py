@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from dreamweb import rls
 from memory.models import ContextServe, Feedback
+from reviews.models import SessionAnalysis
 from tests.api_support import make_key
 from tests.conftest import app_credentials, is_postgres
 from tests.factories import MembershipFactory, SessionFactory, StoreFactory, TeamFactory, UserFactory, make_entry
@@ -228,6 +229,18 @@ def test_feedback_for_another_teams_entry_is_refused_like_a_missing_entry(two_te
                 c.execute("SET CONSTRAINTS ALL IMMEDIATE")
         errors.append(type(caught.value.__cause__).__name__)
     assert errors == ["ForeignKeyViolation", "ForeignKeyViolation"]
+
+
+@pytest.mark.parametrize("column", ["run_id", "session_id"])
+def test_an_analysis_cannot_name_a_run_or_session_that_does_not_exist(two_walled_teams, column):
+    """A run's analysis has no plain foreign key on its run, session and team (reviews migration 0017): the
+    same-team keys alone refuse an id that names nothing."""
+    a, _ = two_walled_teams
+    with all_teams():
+        analysis = _fresh(SessionAnalysis, a, "missing")
+    with all_teams(), pytest.raises(IntegrityError, match="same_team"), transaction.atomic(), connection.cursor() as c:
+        c.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        c.execute(f'UPDATE "reviews_sessionanalysis" SET "{column}" = %s WHERE id = %s', [2**62, analysis.pk])
 
 
 @pytest.mark.parametrize("column", ["store_id", "agent_key_id"])
