@@ -70,18 +70,18 @@ def widened(monkeypatch, *teams):
 
 
 class CarelessSelection:
-    """select_sessions without its team filter; records what it saw. A probe (``write=False``) selects nothing,
-    so that the control run writes no row: the composite foreign keys would refuse an analysis of another team's
-    session anyway (tests/test_tenancy_wall.py)."""
+    """selected_sessions without its team filter (the query dispatch writes the run's analyses from); records what
+    it saw. A probe (``write=False``) selects nothing, so that the control run writes no row: the composite foreign
+    keys would refuse an analysis of another team's session anyway (tests/test_tenancy_wall.py)."""
 
     def __init__(self, *, write: bool = True):
         self.write = write
         self.seen: list[set[str]] = []
 
     def __call__(self, store, *, limit, **options):
-        rows = list(AgentSession.objects.order_by("external_id").values_list("external_id", "pk")[:limit])
-        self.seen.append({external_id for external_id, _ in rows})
-        return [pk for _, pk in rows] if self.write else []
+        sessions = AgentSession.objects.order_by("external_id")
+        self.seen.append(set(sessions.values_list("external_id", flat=True)[:limit]))
+        return sessions.values_list("pk", flat=True)[: limit if self.write else 0]
 
 
 @override_settings(ROOT_URLCONF="tests.careless_urls")
@@ -110,7 +110,7 @@ def _analysed(run_ids) -> set[str]:
 def test_celery_task(teams, monkeypatch):
     mine, other, _, _ = teams
     careless = CarelessSelection()
-    monkeypatch.setattr(steps, "select_sessions", careless)
+    monkeypatch.setattr(steps, "selected_sessions", careless)
     with all_teams():
         store = mine.stores.get()
     with no_scope():
@@ -122,7 +122,7 @@ def test_celery_task(teams, monkeypatch):
         DreamRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED)  # the store is free for the control run
     probe = CarelessSelection(write=False)
     with widened(monkeypatch, mine, other), no_scope():
-        monkeypatch.setattr(steps, "select_sessions", probe)
+        monkeypatch.setattr(steps, "selected_sessions", probe)
         tasks.dispatch_run(dreams.start_run(store).pk)
     assert probe.seen == [{"mine-session", "other-session"}]
 
@@ -146,7 +146,7 @@ def test_management_command(teams, monkeypatch):
 def test_beat(teams, monkeypatch, django_capture_on_commit_callbacks):
     mine, other, _, _ = teams
     careless = CarelessSelection()
-    monkeypatch.setattr(steps, "select_sessions", careless)
+    monkeypatch.setattr(steps, "selected_sessions", careless)
 
     def tick() -> list[int]:
         with no_scope(), django_capture_on_commit_callbacks(execute=True):
@@ -161,6 +161,6 @@ def test_beat(teams, monkeypatch, django_capture_on_commit_callbacks):
 
     probe = CarelessSelection(write=False)
     with widened(monkeypatch, mine, other):
-        monkeypatch.setattr(steps, "select_sessions", probe)
+        monkeypatch.setattr(steps, "selected_sessions", probe)
         tick()
     assert probe.seen == [{"mine-session", "other-session"}] * 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from memory.models import NEWEST, AgentSession, ContextServe, MemoryEntry, MemoryStore, MemoryVersion
 from skills_registry.models import Skill
@@ -31,6 +31,21 @@ def select_sessions(
     agents) whose events retention has not dropped, not consumed by an earlier non-dry-run cycle of this store
     unless ``all_sessions``, newest first, at most ``limit``. A session is consumed when a cycle that did not fail
     analysed it (or is analysing it now); a session whose analysis failed is read again next time."""
+    return list(
+        selected_sessions(store, limit=limit, all_sessions=all_sessions, agents=agents, exclude_run_id=exclude_run_id)
+    )
+
+
+def selected_sessions(
+    store: MemoryStore,
+    *,
+    limit: int,
+    all_sessions: bool = False,
+    agents: Sequence[str] = (),
+    exclude_run_id: int | None = None,
+) -> QuerySet:
+    """select_sessions as a query not yet run (the ids, flat, in their order): dispatch writes the run's analyses
+    from it in one statement, so the selected ids never come to Python."""
     sessions = AgentSession.objects.filter(team_id=store.team_id, events_pruned_at__isnull=True)
     if agents:
         sessions = sessions.filter(agent__in=list(agents))
@@ -49,7 +64,7 @@ def select_sessions(
         # the limit, not the number of sessions stored or consumed (NOT IN would hash every consumed id first).
         sessions = sessions.filter(~Exists(consumed))
     ordered = sessions.order_by(*NEWEST)
-    return list(ordered.values_list("pk", flat=True)[: max(0, int(limit))])
+    return ordered.values_list("pk", flat=True)[: max(0, int(limit))]
 
 
 def served_texts(team_id: int, external_ids: Iterable[str]) -> dict[str, list[str]]:

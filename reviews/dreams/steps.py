@@ -9,11 +9,13 @@ import sys
 import time
 from array import array
 from collections.abc import Iterator, Sequence
+from itertools import islice
 
-from celery import group, shared_task
+from celery import shared_task
 from django.conf import settings
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from dreamweb import rls
@@ -27,7 +29,7 @@ from ..analysis.risk import scan_memo
 from ..models import AnalysisStatus, DreamRun, RunStatus, SessionAnalysis
 from .finalizing import finalize_run
 from .queue import TASK_OPTIONS, backoff, enqueue, run_info
-from .selection import delivered_notes, select_sessions, served_texts
+from .selection import delivered_notes, selected_sessions, served_texts
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
 log = logging.getLogger("reviews.dreams")
@@ -60,17 +62,24 @@ def dispatch(run_id: int) -> list[list[int]]:
     """Select the run's sessions (once: queued → running) and return the batches still to analyse. A real run
     sends them to the workers when this commits; a redelivered dispatch of a running run sends the pending ones
     again (analysis is idempotent, so at worst some work is repeated, never counted twice)."""
+    started = _start(run_id)
+    return [] if started is None else list(_batches(*started))
+
+
+def _start(run_id: int) -> tuple[array, int] | None:
+    """dispatch without its list of batches (the task's: nobody reads it there): the run's pending session ids and
+    its batch size, the batches sent (or, without a broker, analysed) when this commits."""
     info = run_info(run_id)
     if info is None:
         log.warning("dispatch: dream run %s does not exist", run_id)
-        return []
+        return None
     with rls.team_scope(info.team_id):
         run = DreamRun.objects.select_related("store").get(pk=run_id)
         if run.status == RunStatus.QUEUED:
             if not _select(run, info.team_id):
-                return []
+                return None
         elif run.status != RunStatus.RUNNING:
-            return []
+            return None
         # One machine word per id, not a list of int objects: without a broker the whole run (finalize included)
         # runs inside this frame, from the commit below, and 100,000 ids as lists of ints held 8 MiB through it.
         pending = array(
@@ -83,26 +92,28 @@ def dispatch(run_id: int) -> list[list[int]]:
         size = max(1, int(run.inputs.batch_size or 25))
         if not info.dry_run:
             transaction.on_commit(lambda: _fan_out(run_id, pending, size))
-    return list(_batches(pending, size))
+    return pending, size
 
 
 def _select(run: DreamRun, team_id: int) -> bool:
-    """Select a queued run's sessions, claim it (queued → running) and write its pending analyses; False when
-    another dispatch claimed it first. The selected ids live only here, not through the run."""
-    ids = select_sessions(
+    """Claim a queued run (queued → running) and write its pending analyses from the selection; False when another
+    dispatch claimed it first. The claim comes first: a second dispatch waits on the run's row, then finds it
+    running and selects nothing; the selection does not count the run's own analyses as consumed either way."""
+    claimed = DreamRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+        status=RunStatus.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:
+        return False
+    selection = selected_sessions(
         run.store,
         limit=run.inputs.max_sessions,
         all_sessions=run.all_sessions,
         agents=run.inputs.agents,
         exclude_run_id=run.pk,
     )
-    claimed = DreamRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, sessions_selected=len(ids), started_at=timezone.now()
-    )
-    if not claimed:
-        return False
-    _create_analyses(team_id, run.pk, ids)
-    log.info("dream #%s: %s sessions selected", run.pk, len(ids))
+    selected = _create_analyses(team_id, run.pk, selection)
+    DreamRun.objects.filter(pk=run.pk).update(sessions_selected=selected)
+    log.info("dream #%s: %s sessions selected", run.pk, selected)
     return True
 
 
@@ -112,32 +123,38 @@ def _batches(pending: array, size: int) -> Iterator[list[int]]:
         yield pending[start : start + size].tolist()
 
 
-def _create_analyses(team_id: int, run_id: int, ids: list[int]) -> None:
+def _create_analyses(team_id: int, run_id: int, selection: QuerySet) -> int:
     """One pending analysis per selected session, in the selection's order (ids ascending: finalize reads them in
-    that order). On PostgreSQL one INSERT … SELECT from an array: dispatch runs on one worker while the others wait
-    for its messages, and bulk_create of 10,000 rows cost some 1.5 s of that worker's CPU (model instances, 50,000
-    parameters bound one by one) against a few ms."""
+    that order); the number written. On PostgreSQL one INSERT … SELECT from the selection's own query, so the ids
+    never come to Python (at 100,000 sessions the list of ids, the driver's result and the array parameter made of
+    them were dispatch's peak): dispatch runs on one worker while the others wait for its messages, and bulk_create
+    of 10,000 rows cost some 1.5 s of that worker's CPU (model instances, 50,000 parameters bound one by one)."""
     if connection.vendor != "postgresql":
         # A chunk of rows at a time: bulk_create holds every object it is given.
-        for start in range(0, len(ids), ANALYSIS_ROWS_CHUNK):
+        written = 0
+        ids = selection.iterator(chunk_size=ANALYSIS_ROWS_CHUNK)
+        while chunk := list(islice(ids, ANALYSIS_ROWS_CHUNK)):
             SessionAnalysis.objects.bulk_create(
-                [
-                    SessionAnalysis(team_id=team_id, run_id=run_id, session_id=i)
-                    for i in ids[start : start + ANALYSIS_ROWS_CHUNK]
-                ],
-                ignore_conflicts=True,
+                [SessionAnalysis(team_id=team_id, run_id=run_id, session_id=i) for i in chunk], ignore_conflicts=True
             )
-        return
+            written += len(chunk)
+        return written
+    try:
+        select_sql, select_params = selection.query.sql_with_params()
+    except EmptyResultSet:  # a selection that can match nothing
+        return 0
     table = connection.ops.quote_name(SessionAnalysis._meta.db_table)
     # Every column with the model's default (they are Python-side defaults, not the database's); only the table
-    # name is formatted in.
+    # name and the selection's own SQL (Django's, its values parameters) are formatted in. ARRAY(subquery) keeps the
+    # subquery's order, and ORDINALITY hands it on to the rows' ids.
     sql = (
         f"INSERT INTO {table} (team_id, run_id, session_id, status, findings, tokens_input, tokens_output, error, "  # noqa: S608
         f"created_at) SELECT %s, %s, s.id, %s, '[]'::jsonb, 0, 0, '', %s "
-        f"FROM unnest(%s::bigint[]) WITH ORDINALITY AS s(id, n) ORDER BY s.n ON CONFLICT DO NOTHING"
+        f"FROM unnest(ARRAY({select_sql})) WITH ORDINALITY AS s(id, n) ORDER BY s.n ON CONFLICT DO NOTHING"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [team_id, run_id, AnalysisStatus.PENDING, timezone.now(), list(ids)])
+        cursor.execute(sql, [team_id, run_id, AnalysisStatus.PENDING, timezone.now(), *select_params])
+        return cursor.rowcount
 
 
 def _fan_out(run_id: int, pending: array, size: int) -> None:
@@ -147,7 +164,15 @@ def _fan_out(run_id: int, pending: array, size: int) -> None:
         for batch in _batches(pending, size):  # no broker: one after the other, here
             analyze_sessions.apply(args=[run_id, batch])
     else:
-        group(analyze_sessions.si(run_id, batch) for batch in _batches(pending, size)).apply_async()
+        # One message per batch over one producer (its connection taken once). The argument's repr is given, not
+        # made: Celery otherwise writes a saferepr of every batch's ids into its message (a third of dispatch's
+        # CPU for the messages, 100 of them at 10,000 sessions); a group added a group id and its bookkeeping per
+        # message, which nothing here reads.
+        with analyze_sessions.app.producer_or_acquire() as producer:
+            for batch in _batches(pending, size):
+                analyze_sessions.apply_async(
+                    (run_id, batch), producer=producer, argsrepr=f"({run_id}, [{len(batch)} session ids])"
+                )
 
 
 @scan_memo()  # a batch redacts the same texts in many sessions (reviews.analysis.risk)
@@ -359,7 +384,7 @@ def maybe_finalize(run_id: int, team_id: int) -> bool:
 @shared_task(name="reviews.tasks.dispatch_run", **TASK_OPTIONS)
 def dispatch_run(run_id: int) -> None:
     """Select the run's sessions and send their batches to the workers."""
-    dispatch(run_id)
+    _start(run_id)
 
 
 @shared_task(name="reviews.tasks.analyze_sessions", bind=True, max_retries=None, **TASK_OPTIONS)
