@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import resource
+import shlex
 import signal
 import statistics
 import subprocess
@@ -186,8 +187,8 @@ def dream_measured(n: int, env: dict, on_start=None) -> tuple[float, float, dict
 
 
 class Workers:
-    def __init__(self, queue: str, tmp: Path):
-        self.queue, self.tmp, self.procs = queue, tmp, []
+    def __init__(self, queue: str, tmp: Path, extra: list[str] | None = None):
+        self.queue, self.tmp, self.procs, self.extra = queue, tmp, [], extra or []
         self.env = base_env(REDIS_URL=REDIS_URL, DREAMWEB_CELERY_QUEUE=queue)
 
     def start(self, count: int) -> None:
@@ -198,7 +199,7 @@ class Workers:
                     subprocess.Popen(
                         [str(ROOT / ".venv" / "bin" / "celery"), "-A", "dreamweb", "worker", "-Q", self.queue]
                         + ["--concurrency=1", "-n", f"bench{i}-{self.queue}@%h", "-l", "warning"]
-                        + ["--without-gossip", "--without-mingle", "--without-heartbeat"],
+                        + ["--without-gossip", "--without-mingle", "--without-heartbeat", *self.extra],
                         cwd=ROOT,
                         env=self.env,
                         stdout=log.open("w"),
@@ -255,11 +256,12 @@ def _pids_named(name: str) -> list[int]:
     return pids
 
 
-def _machine_busy() -> tuple[float, float]:
-    """(busy, total) CPU seconds of the whole machine since boot (/proc/stat: all but idle and iowait)."""
+def _machine_busy() -> tuple[float, float, float]:
+    """(busy, total, steal) CPU seconds of the whole machine since boot (/proc/stat: all but idle and iowait; steal:
+    the hypervisor ran something else while this machine wanted the CPU, counted in busy)."""
     values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     tick = os.sysconf("SC_CLK_TCK")
-    return (sum(values) - values[3] - values[4]) / tick, sum(values) / tick
+    return (sum(values) - values[3] - values[4]) / tick, sum(values) / tick, values[7] / tick
 
 
 class CpuAccount:
@@ -276,12 +278,16 @@ class CpuAccount:
         self.stop_event = threading.Event()
         self.command_pid = 0
         self.command: list[tuple[float, float]] = [(0.0, 0.0)]  # (time, CPU) samples of the polling command
+        self.autovacuum: set[str] = set()  # what autovacuum worked on in the bench's database during the run
 
     def _sample(self, conn, first: bool = False) -> None:
         rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [DB.name]
+            "SELECT pid, backend_type, query FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [DB.name],
         ).fetchall()
-        for (pid,) in rows:
+        for pid, kind, query in rows:
+            if kind == "autovacuum worker":  # counted with the backends; named, since it is not the run's work
+                self.autovacuum.add((query or "").removeprefix("autovacuum: "))
             cpu = process_cpu(pid)
             if cpu is None:
                 continue
@@ -310,6 +316,7 @@ class CpuAccount:
 
         self.conn = psycopg.connect(DB._maintenance_url, autocommit=True)
         self._sample(self.conn, first=True)
+        self.checkpoints0 = _checkpoints(self.conn)
         self.pg_all0 = {pid: process_cpu(pid) or 0.0 for pid in _pids_named("postgres")}
         self.redis0 = {pid: process_cpu(pid) or 0.0 for pid in _pids_named("redis-server")}
         self.workers0 = sum(process_cpu(p) or 0.0 for p in self.workers)
@@ -322,6 +329,7 @@ class CpuAccount:
         self._sample(self.conn)
         self.stop_event.set()
         self.thread.join()
+        checkpoints = _checkpoints(self.conn) - self.checkpoints0
         self.conn.close()
         machine = _machine_busy()
         backends = sum(last - start for start, last in self.backends.values())
@@ -335,7 +343,30 @@ class CpuAccount:
             "bench": time.process_time() - self.me0,
             "machine": machine[0] - self.machine0[0],
             "machine_of": machine[1] - self.machine0[1],
+            "steal": machine[2] - self.machine0[2],
+            "checkpoints": checkpoints,
+            "autovacuum": len(self.autovacuum),
+            "autovacuum_of": ", ".join(sorted(self.autovacuum)),
         }
+
+
+def _checkpoints(conn) -> int:
+    """Checkpoints of the server so far (timed and requested): one during a run writes whole pages again."""
+    return sum(conn.execute("SELECT checkpoints_timed, checkpoints_req FROM pg_stat_bgwriter").fetchone())
+
+
+def vacuum() -> float:
+    """VACUUM (ANALYZE) the bench's database as its owner, outside the timing; the seconds it took. Every round
+    deletes the last run (its 10,000 analyses) and writes a run: without it autovacuum woke up during some timed runs
+    (on one of the two cores) and the planner's statistics were those of whatever round came before."""
+    import psycopg
+
+    started = time.perf_counter()
+    with psycopg.connect(DB.owner_url, autocommit=True) as conn:
+        public = conn.execute("SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public'")
+        tables = [t for (t,) in public]
+        conn.execute(f"VACUUM (ANALYZE) {', '.join(tables)}")  # the application's tables (not the shared catalogs)
+    return time.perf_counter() - started
 
 
 def phases() -> dict:
@@ -385,7 +416,8 @@ def describe(used: dict, n: int) -> str:
         f"CPU ms/session: {per}; other CPU per worker CPU s {non_worker / max(used['workers'], 1e-9):.2f};"
         f" machine busy {used['machine']:.1f} of {used['machine_of']:.1f} CPU s"
         f" ({used['machine'] / max(used['machine_of'], 1e-9):.0%}), of which processes not the bench's"
-        f" {max(0.0, others):.1f} s;"
+        f" {max(0.0, others):.1f} s (steal {used['steal']:.1f} s); checkpoints {used['checkpoints']:.0f};"
+        f" autovacuum {used.get('autovacuum_of') or used['autovacuum'] or 'none'};"
         f" wall s: queued {used['wall_queued']:.2f}, dispatch {used['wall_dispatch']:.2f},"
         f" batches {used['wall_batches']:.2f}, finalize {used['wall_finalize']:.2f}"
     )
@@ -417,6 +449,16 @@ def main() -> int:
     parser.add_argument("--child-run-info", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-phases", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--skip-inprocess", action="store_true", help="only the worker runs (no ratio to in-process)")
+    parser.add_argument(
+        "--worker-args", default="", help="more arguments for each `celery worker`, e.g. '--pool solo' (one string)"
+    )
+    parser.add_argument("--workers", default="1,2", help="the worker counts to run, in order (default 1,2)")
+    parser.add_argument(
+        "--vacuum",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="VACUUM (ANALYZE) the bench's database before each timed run, untimed (default: yes)",
+    )
     args = parser.parse_args()
     if args.child_load:
         child_load(args.child_load, args.sessions)
@@ -432,6 +474,7 @@ def main() -> int:
         return 0
 
     n = args.sessions
+    counts = [int(c) for c in args.workers.split(",")]
     if not args.skip_setup:
         t = time.perf_counter()
         setup(n)
@@ -443,15 +486,17 @@ def main() -> int:
     if not args.skip_workers and not redis_ok:
         print("Redis not reachable: worker speed-up skipped")
     walls, peaks, inner = [], [], []
-    times: dict[int, list[float]] = {1: [], 2: []}
-    worker_rss: dict[int, list[float]] = {1: [], 2: []}
+    times: dict[int, list[float]] = {c: [] for c in counts}
+    worker_rss: dict[int, list[float]] = {c: [] for c in counts}
     beside = args.beside if 0 < args.beside < n else 0
     small: dict[str, list[float]] = {"wall": [], "run": [], "peak": [], "cpu": []}
     cpus = []
-    accounts: dict[int, list[dict]] = {1: [], 2: []}
+    accounts: dict[int, list[dict]] = {c: [] for c in counts}
     for round_ in range(args.repeat):
         if beside and not args.skip_inprocess:
             clear_proposals()  # the run's analyses go with it: upkeep reads only this run's
+            if args.vacuum:
+                vacuum()
             wall, peak, doc, cpu = dream_measured(beside, base_env())
             for key, value in zip(
                 ("wall", "run", "peak", "cpu"), (wall, doc["run"]["seconds"], peak, cpu), strict=True
@@ -464,6 +509,8 @@ def main() -> int:
                 flush=True,
             )
         clear_proposals()
+        if args.vacuum:
+            vacuum()
         if args.skip_inprocess:
             wall, peak, doc, cpu = 0.0, 0.0, {"run": {"seconds": 1.0, "sessions_analysed": 0}, "proposals": []}, 0.0
         else:
@@ -479,12 +526,14 @@ def main() -> int:
         )
         if not redis_ok:
             continue
-        for count in (1, 2):
+        for count in counts:
             with tempfile.TemporaryDirectory() as tmp:
-                workers = Workers(f"bench-{uuid.uuid4().hex[:6]}", Path(tmp))
+                workers = Workers(f"bench-{uuid.uuid4().hex[:6]}", Path(tmp), shlex.split(args.worker_args))
                 workers.start(count)
                 try:
                     clear_proposals()
+                    if args.vacuum:
+                        vacuum()
                     account = CpuAccount(workers.pids())
                     account.start()
                     wall, _, doc, command_cpu = dream_measured(n, workers.env, on_start=account.watch)
@@ -522,7 +571,7 @@ def main() -> int:
         print(f"BESIDE median, {beside} → {n} sessions (ratio):", flush=True)
         for key, label in (("wall", "wall s"), ("run", "run s"), ("cpu", "CPU s"), ("peak", "peak RSS MiB")):
             print(f"  {label}: {med[key]:.1f} → {big[key]:.1f} ({big[key] / med[key]:.2f}x)", flush=True)
-    if redis_ok:
+    if redis_ok and counts == [1, 2]:
         one, two, here = statistics.median(times[1]), statistics.median(times[2]), statistics.median(inner)
         print(
             f"WORKERS median: 1 worker {one:.1f} s ({one / here:.2f}x the in-process run), 2 workers {two:.1f} s,"
@@ -534,8 +583,12 @@ def main() -> int:
         )
 
     if redis_ok:
-        for count in (1, 2):
-            med = {key: statistics.median(a[key] for a in accounts[count]) for key in accounts[count][0]}
+        for count in counts:
+            med = {
+                key: statistics.median(a[key] for a in accounts[count])
+                for key, value in accounts[count][0].items()
+                if not isinstance(value, str)
+            }
             print(f"CPU median, {count} worker(s): " + describe(med, n), flush=True)
 
     if args.aggregate:
