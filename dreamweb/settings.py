@@ -190,6 +190,11 @@ CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# One unacknowledged message per worker process at a time: a model's batch takes minutes, and a second message
+# reserved behind it would wait there while another worker sits idle. Measured for the rules analyzer (issue 15, stop
+# 21: docs/benchmarks.md), where a batch takes ~50 ms: the queue's own cost is ~1.5 ms of worker CPU and wall a task
+# (prefork or solo pool, multiplier 1 or 4 alike, within the noise), i.e. ~3 % of a batch of 100 sessions, so a
+# larger multiplier would buy the rules runs nothing worth the model runs' imbalance.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Celery's fixup closes the database connection around every task unless this is set; dreamweb.celery applies
 # Django's own rule instead (kept for DREAMWEB_WORKER_CONN_MAX_AGE seconds, closed when broken).
