@@ -22,8 +22,9 @@ from reviews.analysis import aggregate as aggregate_mod
 from reviews.analysis import risk
 from reviews.analysis.findings import ProposalDraft
 from reviews.dreams import evidence_rows, finalizing, run_findings, steps
+from reviews.dreams import spill as spill_mod
 from reviews.dreams.run_findings import RunFindings
-from reviews.models import AnalysisStatus, DreamRun, ProposalEvidence, RunStatus, SessionAnalysis
+from reviews.models import AnalysisStatus, DreamRun, Proposal, ProposalEvidence, RunStatus, SessionAnalysis
 from tests.conftest import is_postgres
 from tests.factories import StoreFactory, TeamFactory
 from tests.scoping import all_teams
@@ -176,6 +177,62 @@ def test_finalize_stores_one_proposals_evidence_at_a_time():
         assert sorted(stored) == sorted(
             [(proposal_ids[0], i) for i in ids[:3]] + [(proposal_ids[1], i) for i in ids[3:6]]
         )
+
+
+def test_a_spilled_proposals_rows_are_stored_a_chunk_at_a_time_in_their_order_with_context_on_its_first(
+    monkeypatch,
+):
+    """The largest proposal's rows (16,500 at 100,000 sessions) go from the spill file to the database a chunk at a
+    time; their ids follow their order, and the transcript context goes to the representatives among its first
+    rows as when they were stored at once."""
+    team, store, ids = _team_with_sessions("chunks", 7)
+    run = _running(team, store, ids, status=AnalysisStatus.DONE)
+    monkeypatch.setattr(spill_mod, "CHUNK_ROWS", 3)
+    rows = [
+        {"session_id": i, "external_id": f"s-{n:05d}", "event_index": 0, "excerpt": f"row {n}", "trust": "user"}
+        for n, i in enumerate(ids)
+    ]
+    calls = []
+    real = evidence_rows.store
+
+    def store_rows(chunk, *args, **kwargs):
+        calls.append(len(chunk))
+        return real(chunk, *args, **kwargs)
+
+    def stored(spilled: bool) -> list:
+        draft = ProposalDraft(
+            target_kind="memory",
+            operation="add",
+            targets=[],
+            target_hashes={},
+            content="Say hi first.",
+            scope_agent=None,
+            scope_task=None,
+            kind="note",
+            rationale="seen often",
+            prevalence_sessions=7,
+            prevalence_of=7,
+            confidence=0.7,
+            risk="low",
+            risk_reasons=[],
+            signature=f"sig-{spilled}",
+            evidence=list(rows),
+        )
+        with rls.team_scope(team), spill_mod.EvidenceSpill() as spill:
+            if spilled:
+                draft.evidence = spill.keep(draft.evidence)
+            with mock.patch.object(evidence_rows, "store", store_rows):
+                (proposal_id,) = finalizing._persist(run, [draft])
+            out = ProposalEvidence.objects.filter(proposal_id=proposal_id).order_by("pk")
+            out = list(out.values_list("session_id", "excerpt", "context"))
+            Proposal.objects.filter(pk=proposal_id).delete()
+        return out
+
+    at_once = stored(spilled=False)
+    assert calls == [7]
+    assert stored(spilled=True) == at_once
+    assert calls == [7, 3, 3, 1]
+    assert [session for session, _, _ in at_once] == ids and any(context for _, _, context in at_once)
 
 
 def test_the_findings_finalize_keeps_share_their_names_and_sessions_without_findings_hold_nothing():

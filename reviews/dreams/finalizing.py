@@ -58,7 +58,7 @@ from .reports import build_report, draft_report
 from .run_findings import RunFindings
 from .selection import get_policy
 from .skills import run_procedures, skill_proposals
-from .spill import EvidenceSpill
+from .spill import EvidenceSpill, SpilledRows
 from .upkeep import upkeep_proposals
 
 # One logger for the whole pipeline: `manage.py dream` shows its progress lines by attaching a handler to it.
@@ -203,25 +203,29 @@ def _persist(run: DreamRun, drafts: list) -> list[int]:
     # (one pending per signature) keeps one, and the ids are read back by signature.
     Proposal.objects.bulk_create(objs, batch_size=500, ignore_conflicts=True)
     ids = dict(Proposal.objects.filter(run=run).values_list("signature", "id"))
-    # One proposal's evidence rows at a time: a pattern seen in most sessions has a row per session, so all the
-    # run's rows as model instances at once grew with the run (about 60,000 at 100,000 sessions).
+    # One proposal's evidence rows at a time, a chunk at a time: a pattern seen in most sessions has a row per
+    # session, so all the run's rows as model instances at once grew with the run (about 60,000 at 100,000
+    # sessions), and the largest proposal's alone with it (16,500). The ids follow the rows' order across chunks.
     for d in drafts:
         if d.signature not in ids:
             continue
         proposal_id = ids[d.signature]
-        rows = [
-            EvidenceRow(
-                run.team_id,
-                proposal_id,
-                e["session_id"],
-                int(e.get("event_index") or 0),
-                e.get("excerpt") or "",
-                e.get("trust") or "agent",
-            )
-            for e in d.evidence
-        ]
-        _with_context(rows)
-        evidence_rows.store(rows)
+        chunks = d.evidence.chunks() if isinstance(d.evidence, SpilledRows) else [d.evidence]
+        for n, chunk in enumerate(chunks):
+            rows = [
+                EvidenceRow(
+                    run.team_id,
+                    proposal_id,
+                    e["session_id"],
+                    int(e.get("event_index") or 0),
+                    e.get("excerpt") or "",
+                    e.get("trust") or "agent",
+                )
+                for e in chunk
+            ]
+            if n == 0:  # context only among a proposal's first rows (evidence.CANDIDATE_ROWS: fewer than a chunk)
+                _with_context(rows)
+            evidence_rows.store(rows)
     return sorted(ids.values())
 
 

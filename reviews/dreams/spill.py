@@ -27,37 +27,49 @@ class EvidenceSpill:
         self._file.close()
 
     def keep(self, rows: list[dict]) -> Sequence[dict]:
-        """The rows, written out; what the draft holds instead (an empty list stays a list)."""
+        """The rows, written out a chunk at a time; what the draft holds instead (an empty list stays a list)."""
         if not rows:
             return rows
-        data = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
         self._file.seek(0, 2)
-        offset = self._file.tell()
-        self._file.write(data)
-        return SpilledRows(self, offset, len(data), len(rows))
+        chunks = []
+        for start in range(0, len(rows), CHUNK_ROWS):
+            data = pickle.dumps(rows[start : start + CHUNK_ROWS], protocol=pickle.HIGHEST_PROTOCOL)
+            chunks.append((self._file.tell(), len(data)))
+            self._file.write(data)
+        return SpilledRows(self, tuple(chunks), len(rows))
 
     def _read(self, offset: int, size: int) -> list[dict]:
         self._file.seek(offset)
         return pickle.loads(self._file.read(size))  # noqa: S301 - written by this process, a moment ago
 
 
+# Rows read back at a time: a proposal's rows are stored a chunk at a time (reviews.dreams.finalizing._persist), so
+# the largest proposal's rows (16,500 at 100,000 sessions) are never all objects at once when they are stored.
+CHUNK_ROWS = 2000
+
+
 class SpilledRows(Sequence):
     """A draft's evidence rows as a read-only sequence of dictionaries, each reading a fresh copy from the file:
-    risk screening, the proposals' writes and the reports iterate it as they did the list."""
+    risk screening, the proposals' writes and the reports iterate it as they did the list. ``chunks()`` gives them
+    a chunk at a time."""
 
-    __slots__ = ("_spill", "_offset", "_size", "_count")
+    __slots__ = ("_spill", "_chunks", "_count")
 
-    def __init__(self, spill: EvidenceSpill, offset: int, size: int, count: int) -> None:
-        self._spill, self._offset, self._size, self._count = spill, offset, size, count
+    def __init__(self, spill: EvidenceSpill, chunks: tuple, count: int) -> None:
+        self._spill, self._chunks, self._count = spill, chunks, count
 
     def rows(self) -> list[dict]:
-        return self._spill._read(self._offset, self._size)
+        return [row for chunk in self.chunks() for row in chunk]
+
+    def chunks(self) -> Iterator[list[dict]]:
+        for offset, size in self._chunks:
+            yield self._spill._read(offset, size)
 
     def __len__(self) -> int:
         return self._count
 
     def __iter__(self) -> Iterator[dict]:
-        return iter(self.rows())
+        return (row for chunk in self.chunks() for row in chunk)
 
     def __getitem__(self, index):
         return self.rows()[index]
