@@ -14,3 +14,12 @@ def process_cpu(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_mib(field: str) -> float:
+    """A field of this process's /proc status in MiB (VmRSS, VmHWM, ...); 0 when absent."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return 0.0

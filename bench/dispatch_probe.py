@@ -27,14 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import dream_cycle  # noqa: E402 - the bench's scratch database
-
-
-def status_mib(field: str) -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+from _procfs import status_mib  # noqa: E402
 
 
 def main() -> int:

@@ -28,16 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import dream_cycle  # noqa: E402 - the bench's scratch database and loader
+from _procfs import status_mib  # noqa: E402
 
 SKIP = {"id", "created_at", "updated_at", "decided_at", "run", "run_id"}
-
-
-def status_mib(field: str) -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def reset_peak() -> None:

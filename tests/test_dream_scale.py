@@ -134,30 +134,40 @@ def test_dispatch_writes_the_analysis_rows_without_an_object_per_row_in_the_sele
         assert all(r.team_id == team.pk and r.created_at is not None for r in rows)
 
 
+def _note_draft(content: str, signature: str, evidence: list, *, of: int) -> ProposalDraft:
+    """A low-risk memory note drafted from its evidence rows (what finalize persists)."""
+    return ProposalDraft(
+        target_kind="memory",
+        operation="add",
+        targets=[],
+        target_hashes={},
+        content=content,
+        scope_agent=None,
+        scope_task=None,
+        kind="note",
+        rationale="seen often",
+        prevalence_sessions=len({row["session_id"] for row in evidence}),
+        prevalence_of=of,
+        confidence=0.7,
+        risk="low",
+        risk_reasons=[],
+        signature=signature,
+        evidence=evidence,
+    )
+
+
 def test_finalize_stores_one_proposals_evidence_at_a_time():
     team, store, ids = _team_with_sessions("evidence", 6)
     run = _running(team, store, ids, status=AnalysisStatus.DONE)
     drafts = [
-        ProposalDraft(
-            target_kind="memory",
-            operation="add",
-            targets=[],
-            target_hashes={},
-            content=f"Run `make check-{n}` before a release.",
-            scope_agent=None,
-            scope_task=None,
-            kind="note",
-            rationale="seen often",
-            prevalence_sessions=3,
-            prevalence_of=6,
-            confidence=0.7,
-            risk="low",
-            risk_reasons=[],
-            signature=f"sig-{n}",
-            evidence=[
+        _note_draft(
+            f"Run `make check-{n}` before a release.",
+            f"sig-{n}",
+            [
                 {"session_id": i, "external_id": f"s-{i}", "event_index": 0, "excerpt": "hi", "trust": "user"}
                 for i in ids[n * 3 : n * 3 + 3]
             ],
+            of=6,
         )
         for n in range(2)
     ]
@@ -200,24 +210,7 @@ def test_a_spilled_proposals_rows_are_stored_a_chunk_at_a_time_in_their_order_wi
         return real(chunk, *args, **kwargs)
 
     def stored(spilled: bool) -> list:
-        draft = ProposalDraft(
-            target_kind="memory",
-            operation="add",
-            targets=[],
-            target_hashes={},
-            content="Say hi first.",
-            scope_agent=None,
-            scope_task=None,
-            kind="note",
-            rationale="seen often",
-            prevalence_sessions=7,
-            prevalence_of=7,
-            confidence=0.7,
-            risk="low",
-            risk_reasons=[],
-            signature=f"sig-{spilled}",
-            evidence=list(rows),
-        )
+        draft = _note_draft("Say hi first.", f"sig-{spilled}", list(rows), of=7)
         with rls.team_scope(team), spill_mod.EvidenceSpill() as spill:
             if spilled:
                 draft.evidence = spill.keep(draft.evidence)
