@@ -137,8 +137,16 @@ def seed(db: str, entries: int) -> str:
 
 
 def start_server(
-    db: str, port: int, workers: int, worker_class: str, threads: int, trace: str | None = None
+    db: str,
+    port: int,
+    workers: int,
+    worker_class: str,
+    threads: int,
+    trace: str | None = None,
+    config: str | None = None,
 ) -> subprocess.Popen:
+    """gunicorn serving the bench database; ``trace`` adds bench/gunicorn_trace.py's hooks, ``config`` another
+    gunicorn configuration file (bench/context_floor.py's)."""
     env = {
         **os.environ,
         "DATABASE_URL": with_db(APP_URL, db),
@@ -167,6 +175,8 @@ def start_server(
     if trace:
         cmd += ["-c", str(ROOT / "bench" / "gunicorn_trace.py")]
         env["BENCH_TRACE_DIR"] = trace
+    if config:
+        cmd += ["-c", config]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     deadline = time.time() + 180  # a loaded machine boots five Django workers slowly
     while time.time() < deadline:
@@ -313,7 +323,7 @@ def _load(
                 else:
                     t0 = time.perf_counter()
                 if trace:
-                    kwargs = {**kwargs, "headers": {"X-Bench-Id": f"{trace[1]}-{i}"}}
+                    kwargs = {**kwargs, "headers": {**kwargs.get("headers", {}), "X-Bench-Id": f"{trace[1]}-{i}"}}
                     sent = time.perf_counter()
                 r = client.request(method, path, **kwargs)
                 mine.append((time.perf_counter() - t0) * 1000)
