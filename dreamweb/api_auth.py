@@ -79,50 +79,91 @@ def _touch(key: AgentKey) -> None:
     stale.update(last_used_at=now)
 
 
+# The key's team in the key's statement, for a view's extra columns.
+KEY_TEAM_COLUMN = 'k."team_id"'
+
+
+class KeyStatementExtra:
+    """Columns a view asks the key's own statement to read (scalar expressions, and a join, over ``k``, the key's
+    row), so that the view's first question of the database costs no statement of its own (the context's ranking
+    check: memory.api.context). They are read in a lateral subquery gated on the stored hash being the presented
+    secret's: for a wrong secret the database reads nothing of the team's (no answer, and no timing, depends on its
+    data). ``values`` holds them after the read; ``read`` says whether it happened (on PostgreSQL, inside the
+    request's transaction)."""
+
+    def __init__(self, columns: str, join: str, params: list):
+        # Constant SQL texts from the view; every value is in ``params`` (the columns', then the join's).
+        self.columns, self.join, self.params = columns, join, params
+        self.values: tuple = ()
+        self.read = False
+
+
+# The key is the one presented (its stored hash, a parameter), not revoked and not expired: what authenticate accepts.
+_ACCEPTED = 'k."hashed_key" = %s AND k."revoked_at" IS NULL AND (k."expires_at" IS NULL OR k."expires_at" > now())'
+
+
 @functools.cache
-def _key_statement(vendor: str) -> tuple[str, list, int]:
+def _key_statement(vendor: str) -> tuple[str, str, list, int]:
     """The key with this prefix and its team, as ``AgentKey.objects.select_related("team").filter(prefix=...)``
     reads them, written out once per process: building that query through the ORM on every request cost more CPU
-    than the rest of the key's check (docs/benchmarks.md, issue 15, stop 20). Returns the SQL, the converters the
-    ORM would apply to its columns (JSON fields; SQLite's dates), and the number of the key's columns."""
+    than the rest of the key's check (docs/benchmarks.md, issue 15, stop 20). Returns the select list and the tables
+    of the SQL, the converters the ORM would apply to its columns (JSON fields; SQLite's dates), and the number of
+    the key's columns."""
     columns = [f.get_col("k") for f in AgentKey._meta.concrete_fields]
     columns += [f.get_col("t") for f in Team._meta.concrete_fields]
     # Table and column names come from the models; the prefix is a parameter, and unique: one row or none.
     select = ", ".join(f'{c.alias}."{c.target.column}"' for c in columns)
     tables = f'"{AgentKey._meta.db_table}" k JOIN "{Team._meta.db_table}" t ON t."id" = k."team_id"'
-    sql = f'SELECT {select} FROM {tables} WHERE k."prefix" = %s'  # noqa: S608
     converters = []
     for i, column in enumerate(columns):
         found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
         if found:
             converters.append((i, found, column))
-    return sql, converters, len(AgentKey._meta.concrete_fields)
+    return select, tables, converters, len(AgentKey._meta.concrete_fields)
 
 
-def _read_key(prefix: str) -> AgentKey | None:
-    sql, converters, split = _key_statement(connection.vendor)
+def _read_key(prefix: str, extra: KeyStatementExtra | None = None, presented: str = "") -> AgentKey | None:
+    select, tables, converters, split = _key_statement(connection.vendor)
+    if extra is None:
+        sql, params = f'SELECT {select} FROM {tables} WHERE k."prefix" = %s', [prefix]  # noqa: S608
+    else:
+        gated = f"SELECT {extra.columns} FROM (SELECT 1) AS one {extra.join} WHERE {_ACCEPTED}"  # noqa: S608
+        sql = f'SELECT {select}, x.* FROM {tables} LEFT JOIN LATERAL ({gated}) AS x ON true WHERE k."prefix" = %s'  # noqa: S608
+        params = [*extra.params, presented, prefix]
     with prepared.cursor() as cursor:
-        cursor.execute(sql, [prefix])
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None
-    values = list(row)
+    width = len(AgentKey._meta.concrete_fields) + len(Team._meta.concrete_fields)
+    values = list(row[:width])
     for i, found, column in converters:
         for convert in found:
             values[i] = convert(values[i], column, connection)
     key = AgentKey.from_db(connection.alias, None, values[:split])
     key.team = Team.from_db(connection.alias, None, values[split:])
+    if extra is not None:
+        extra.values, extra.read = tuple(row[width:]), True
     return key
 
 
-def _lookup(prefix: str) -> AgentKey | None:
-    """The key with this prefix, read inside its own team's scope (which the request keeps if the key is good)."""
+def _lookup(prefix: str, extra: KeyStatementExtra | None = None, presented: str = "") -> AgentKey | None:
+    """The key with this prefix, read inside its own team's scope (which the request keeps if the key is good), with
+    the view's extra columns (read only if ``presented``, the presented secret's hash, is the key's) when it is read
+    in the request's transaction."""
     if not (rls.is_postgres() and connection.in_atomic_block):
         with rls.scope(""):  # outside a request's transaction: a block of its own
             rls.enter_key_scope(prefix)
             return _read_key(prefix)
     rls.enter_key_scope(prefix)
-    return _read_key(prefix)
+    return _read_key(prefix, extra, presented)
+
+
+def _view_extra(request) -> KeyStatementExtra | None:
+    """What the view of this request asks the key's statement to read (``key_statement_extra(request)``), if any."""
+    view = (getattr(request, "parser_context", None) or {}).get("view")
+    ask = getattr(view, "key_statement_extra", None)
+    return ask(request) if ask is not None and rls.is_postgres() else None
 
 
 def _refuse(message: str) -> exceptions.AuthenticationFailed:
@@ -144,10 +185,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         prefix = parse_prefix(raw)
         if prefix is None:
             raise exceptions.AuthenticationFailed("Invalid API key.")
-        key = _lookup(prefix)
+        presented = hash_key(raw)
+        key = _lookup(prefix, _view_extra(request), presented)
         # Compare even when no key was found, so that timing does not reveal which prefixes exist.
         expected = key.hashed_key if key is not None else "0" * 64
-        if not hmac.compare_digest(hash_key(raw), expected) or key is None:
+        if not hmac.compare_digest(presented, expected) or key is None:
             raise _refuse("Invalid API key.")
         if key.revoked_at is not None:
             raise _refuse(f"This API key was revoked on {key.revoked_at:%Y-%m-%d %H:%M} UTC.")

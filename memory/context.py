@@ -27,7 +27,7 @@ from skills_registry.services import published_index
 
 from .models import ContextServe, MemoryEntry
 from .ranking import ContextItem
-from .ranking_cache import Also, note_served, ranked_entries, ranked_entries_in
+from .ranking_cache import Also, note_served, ranked_entries, ranked_entries_in, slug_check_in
 from .services import tokens_estimate
 
 # last_served_at says "recently used" to people and to dreams; minute precision is enough and keeps concurrent
@@ -116,11 +116,13 @@ def build_context(
     session_external_id: str = "",
     include_skills: bool = True,
     record: bool = True,
+    checked: tuple | None = None,
 ) -> ContextResult:
     """Rank, cut to the budget, render, and (by default) record the serve and mark the entries as served.
 
     The store is given as a model (``store``) or by its slug in the key's team (``store_slug``: found with the
-    ranking's own statement; NoSuchStore when the team has none)."""
+    ranking's own statement, or in ``checked``, that statement's row as ``check_in_statement``'s columns read it in
+    this transaction for the same slug, query and skills; NoSuchStore when the team has none)."""
     max_items, max_tokens = clamp_budget(max_items, max_tokens)
     # A few spare rows: an entry too long for the remaining budget is skipped and the next one tried.
     limit = max_items + min(max_items, 20)
@@ -130,7 +132,7 @@ def build_context(
     fingerprint = Also(*skills_index.fingerprint_sql(key.team_id)) if with_skills else None
     if store_slug is not None:
         store, candidates = ranked_entries_in(
-            key, store_slug, agent=agent, task=task, query=query, limit=limit, also=fingerprint
+            key, store_slug, agent=agent, task=task, query=query, limit=limit, also=fingerprint, checked=checked
         )
         if store is None:
             raise NoSuchStore(store_slug)
@@ -174,6 +176,16 @@ def build_context(
             key, result, store=store, agent=agent, task=task, query=query, session_external_id=session_external_id
         )
     return result
+
+
+def check_in_statement(team_column: str, store_slug: str, query: str, include_skills: bool):
+    """The ranking's check (the store by its slug, its version, the clock, the query's lexemes and, with skills, the
+    index's fingerprint) as columns and a join of another statement whose row names the team in ``team_column``, and
+    their parameters (None when the ranking does not check): the key's own statement reads them (memory.api.context),
+    and ``build_context(checked=...)`` takes the values. The fingerprint is read whenever skills are asked for; it is
+    used only if the key may read skills."""
+    also = Also(*skills_index.fingerprint_sql_of(team_column)) if include_skills else None
+    return slug_check_in(team_column, store_slug, query, also)
 
 
 def record_serve(key, result: ContextResult, *, store, agent, task, query, session_external_id) -> int:

@@ -5,7 +5,10 @@
 scope, standing (rating part) and update time, and an inverted index of its text-search lexemes. A request then
 costs one statement, which reads the store's ``content_version`` (migration 0006: triggers move it on every change
 of an entry that the ranking reads), the database's ``now()`` and the query's lexemes (``plainto_tsquery``), and a
-few vectorised operations here; the ranking statement of memory.ranking runs only when the data is not ready.
+few vectorised operations here; the ranking statement of memory.ranking runs only when the data is not ready. For a
+store named by its slug, that check can be read as columns of another statement of the same transaction
+(``slug_check_in``): the context endpoint has the API key's own lookup read it, so a context request costs no
+statement for its ranking at all.
 
 The score is PostgreSQL's, bit for bit, so the order (ties included) is the statement's:
 - relevance: ``ts_rank`` with its default weights, in single precision as PostgreSQL computes it (its OR branch:
@@ -70,10 +73,10 @@ _CHECK_STORE = (
 )
 # The same for a store named by its slug: the store's lookup (its id; NULL when the key's team has no such store) in
 # the same statement, so a context request for a store costs no statement of its own for it.
-_CHECK_SLUG = (
-    "SELECT now(), s.content_version, NULL, {tsquery}, s.id, {also} FROM (SELECT 1) AS one"
-    " LEFT JOIN memory_memorystore s ON s.team_id = %s AND s.slug = %s"
-)
+# Its columns and its join are also read by the key's own statement (slug_check_in), the team then being the key's.
+_CHECK_SLUG_COLUMNS = "now(), s.content_version, NULL, {tsquery}, s.id, {also}"
+_CHECK_SLUG_JOIN = "LEFT JOIN memory_memorystore s ON s.team_id = {team} AND s.slug = %s"
+_CHECK_SLUG = f"SELECT {_CHECK_SLUG_COLUMNS} FROM (SELECT 1) AS one {_CHECK_SLUG_JOIN.format(team='%s')}"  # noqa: S608
 _FIND_SLUG = "SELECT id FROM memory_memorystore WHERE team_id = %s AND slug = %s"
 # A team's stores: the highest version and the number of stores (a store created or deleted changes one of them).
 _CHECK_TEAM = (
@@ -379,12 +382,36 @@ def _cached() -> bool:
     return connection.vendor == "postgresql" and bool(settings.DREAMWEB_CONTEXT_CACHE_STORES)
 
 
+def slug_check_in(team_column: str, slug: str, query: str, also: Also | None) -> tuple[str, str, list] | None:
+    """The check of ``ranked_entries_in`` as columns and a join of another statement whose row names the team in
+    ``team_column`` (the key's statement: memory.api.context), and their parameters; None when the ranking does not
+    use the process's data. The row read so is given back to ``ranked_entries_in`` as ``checked``."""
+    if not _cached():
+        return None
+    query = (query or "").strip()
+    also_sql, also_params = _also_sql(also)
+    columns = _CHECK_SLUG_COLUMNS.format(tsquery=_TSQUERY if query else "NULL", also=also_sql)
+    return columns, _CHECK_SLUG_JOIN.format(team=team_column), [*([query] if query else []), *also_params, slug]
+
+
 def ranked_entries_in(
-    key, slug: str, *, agent=None, task=None, query: str = "", limit: int, also: Also | None = None
+    key,
+    slug: str,
+    *,
+    agent=None,
+    task=None,
+    query: str = "",
+    limit: int,
+    also: Also | None = None,
+    checked: tuple | None = None,
 ) -> tuple[StoreRef | None, list[ContextItem]]:
     """The store of the key's team with this slug (None when there is none: nothing is ranked) and its ``limit`` best
-    entries, as ``ranked_entries`` ranks them. On PostgreSQL the store is found by the ranking's own check statement."""
+    entries, as ``ranked_entries`` ranks them. On PostgreSQL the store is found by the ranking's own check statement,
+    or ``checked`` is that statement's row, already read in this transaction with ``slug_check_in``'s columns (the
+    same slug, query and ``also``)."""
     query = (query or "").strip()
+    if checked is not None and _cached():
+        return _ranked_after_check(key, slug, checked, agent=agent, task=task, query=query, limit=limit, also=also)
     if not _cached() or limit <= 0:
         with connection.cursor() as cursor:
             cursor.execute(_FIND_SLUG, [key.team_id, slug])
@@ -400,12 +427,19 @@ def ranked_entries_in(
             _CHECK_SLUG.format(tsquery=tsquery, also=also_sql),
             [*([query] if query else []), *also_params, key.team_id, slug],
         )
-        now, version, stores, tsquery_text, store_id, also_value = cursor.fetchone()
+        checked = cursor.fetchone()
+    return _ranked_after_check(key, slug, checked, agent=agent, task=task, query=query, limit=limit, also=also)
+
+
+def _ranked_after_check(key, slug, checked, *, agent, task, query, limit, also) -> tuple[StoreRef | None, list]:
+    now, version, stores, tsquery_text, store_id, also_value = checked
     if also is not None:
         also.value, also.read = also_value, True
     if store_id is None:
         return None, []
     store = StoreRef(store_id, slug)
+    if limit <= 0:
+        return store, []
     return store, _rank(
         key, store, now, version, stores, tsquery_text, agent=agent, task=task, query=query, limit=limit
     )

@@ -29,13 +29,14 @@ from .models import SkillStatus
 # Teams whose index a process keeps (least recently used dropped first).
 MAX_TEAMS = 1024
 
+# The team is a parameter, or a column of the statement it is read in (``{team}``).
 _FINGERPRINT = (
-    "(SELECT md5(coalesce(string_agg(length(k.name) || ':' || k.name || ' ' || k.version || ' '"
-    " || length(k.description) || ':' || k.description, ' ' ORDER BY k.name), ''))"
-    " FROM skills_registry_skill k WHERE k.team_id = %s AND k.status = %s)"
+    "(SELECT md5(coalesce(string_agg(length(sk.name) || ':' || sk.name || ' ' || sk.version || ' '"
+    " || length(sk.description) || ':' || sk.description, ' ' ORDER BY sk.name), ''))"
+    " FROM skills_registry_skill sk WHERE sk.team_id = {team} AND sk.status = %s)"
 )
 # Constant text; every value is a parameter.
-_LOAD = 'SELECT "name", "description", "version", ' + _FINGERPRINT + ' FROM "skills_registry_skill"'  # noqa: S608
+_LOAD = 'SELECT "name", "description", "version", ' + _FINGERPRINT.format(team="%s") + ' FROM "skills_registry_skill"'  # noqa: S608
 _LOAD += ' WHERE "team_id" = %s AND "status" = %s ORDER BY "name"'
 # What the fingerprint is when the team has no published skill (the statement then returns no row to carry it).
 _EMPTY = hashlib.md5(b"", usedforsecurity=False).hexdigest()
@@ -46,7 +47,12 @@ _lock = threading.Lock()
 
 def fingerprint_sql(team_id: int) -> tuple[str, list]:
     """A scalar SQL expression and its parameters: the fingerprint of the team's published index."""
-    return _FINGERPRINT, [team_id, SkillStatus.PUBLISHED.value]
+    return _FINGERPRINT.format(team="%s"), [team_id, SkillStatus.PUBLISHED.value]
+
+
+def fingerprint_sql_of(team_column: str) -> tuple[str, list]:
+    """The same, for the team named by a column of the statement it is read in (the key's: dreamweb.api_auth)."""
+    return _FINGERPRINT.format(team=team_column), [SkillStatus.PUBLISHED.value]
 
 
 def published_index_at(team_id: int, fingerprint: str) -> list[dict]:

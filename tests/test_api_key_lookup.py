@@ -12,9 +12,10 @@ from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
 
 from dreamweb import api_auth
-from dreamweb.models import AgentKey
+from dreamweb.models import AgentKey, hash_key
 from tests.api_support import make_key
-from tests.factories import TeamFactory
+from tests.conftest import is_postgres
+from tests.factories import StoreFactory, TeamFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
@@ -55,3 +56,36 @@ def test_the_lookup_builds_no_orm_query():
     with transaction.atomic(), mock.patch.object(SQLCompiler, "as_sql", side_effect=AssertionError("ORM query")):
         read = api_auth._lookup(key.prefix)
         assert read.pk == key.pk and read.team.slug == "no-orm"  # the team is read with the key: no query
+
+
+@pytest.mark.skipif(not is_postgres(), reason="the extra columns are read on PostgreSQL only")
+def test_a_views_extra_columns_are_read_only_for_the_accepted_key():
+    """A view's extra columns ride the key's statement (the context's ranking check), gated in the database on the
+    presented secret's hash, revocation and expiry: for any key authenticate would refuse, they read nothing (every
+    value NULL, whatever the team holds), and the key itself is read the same."""
+    team = TeamFactory(slug="gated")
+    StoreFactory(team=team, slug="eng")
+    raws = {
+        "good": make_key(team, name="good"),
+        "revoked": make_key(team, name="revoked"),
+        "expired": make_key(team, name="expired"),
+    }
+    AgentKey.objects.filter(name="revoked", team=team).update(revoked_at=timezone.now())
+    AgentKey.objects.filter(name="expired", team=team).update(expires_at=timezone.now() - timedelta(minutes=1))
+
+    def read(raw: str, presented: str):
+        extra = api_auth.KeyStatementExtra(
+            "s.id, s.slug, now()",
+            f"LEFT JOIN memory_memorystore s ON s.team_id = {api_auth.KEY_TEAM_COLUMN} AND s.slug = %s",
+            ["eng"],
+        )
+        with transaction.atomic():
+            key = api_auth._lookup(api_auth.parse_prefix(raw), extra, presented)
+        assert key is not None and extra.read
+        return key, extra.values
+
+    key, values = read(raws["good"], hash_key(raws["good"]))
+    assert values[1] == "eng" and values[0] is not None and values[2] is not None
+    assert read(raws["good"], hash_key(raws["good"] + "x"))[1] == (None, None, None)
+    assert read(raws["revoked"], hash_key(raws["revoked"]))[1] == (None, None, None)
+    assert read(raws["expired"], hash_key(raws["expired"]))[1] == (None, None, None)

@@ -233,3 +233,35 @@ def test_the_first_build_moves_the_process_out_of_full_collections_once(world, m
         assert frozen > 0 and len(collections) == 1
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.all_teams
+@override_settings(DREAMWEB_CONTEXT_CACHE_MIN_REBUILD_S=0)
+def test_through_the_keys_statement_a_change_is_served_at_once(world, fast_passwords):
+    """The check read by the key's own statement (memory.api.context) serves what the ranking statement serves after
+    a change, in the same request's snapshot; a query string only the serializer reads gets the check of its own,
+    with the same answer; a refused key answers nothing."""
+    raw = make_key(world.team_a, name="reader")
+    entry = make_entry(world.store_a, key="lesson", content="deploy with make release")
+    make_entry(world.store_a, key="other", content="retry the deploy")
+    ranking_cache.clear()
+
+    def served(**query):
+        r = Api(raw).get("/api/v1/context/", query={"store": world.store_a.slug, "query": "deploy", **query})
+        assert r.status_code == 200, r.json()
+        return [(i["key"], i["content"]) for i in r.json()["items"]]
+
+    before = served()
+    assert ("lesson", "deploy with make release") in before
+    assert served(max_items=" 20") == before  # the serializer's path: the ranking's own check statement
+    update_entry(entry, base_version=1, author=Author.system(), content="deploy with make ship")
+    after = served()
+    assert ("lesson", "deploy with make ship") in after and ("lesson", "deploy with make release") not in after
+    assert served(max_items=" 20") == after
+    archive_entry(MemoryEntry.objects.get(pk=entry.pk), base_version=2, author=Author.system())
+    assert [k for k, _ in served()] == ["other"]
+
+    refused = Api(raw[:-1] + ("x" if raw[-1] != "x" else "y")).get(
+        "/api/v1/context/", query={"store": world.store_a.slug, "query": "deploy"}
+    )
+    assert refused.status_code == 401 and "items" not in refused.json()

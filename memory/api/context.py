@@ -6,15 +6,40 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.response import Response
 
+from dreamweb.api_auth import KEY_TEAM_COLUMN, KeyStatementExtra
 from dreamweb.api_base import AgentAPIView, error_responses, query_parameters
 from dreamweb.api_permissions import HasScope
-from memory.context import NoSuchStore, build_context
+from dreamweb.api_query import fast_parameters
+from memory.context import NoSuchStore, build_context, check_in_statement
 
 from .serializers import ContextQuerySerializer, ContextSerializer
 
 
 class ContextView(AgentAPIView):
     permission_classes = [HasScope("memory:read")]
+    _check = None  # (what was asked, the key statement's extra columns)
+
+    def key_statement_extra(self, request):
+        """The ranking's check, read by the key's own statement (one statement fewer on every request that names a
+        store): asked for a common query string (one read without the serializer, dreamweb.api_query), and used by
+        ``get`` only for the same store, query and skills."""
+        if request.method != "GET":
+            return None
+        p = fast_parameters(request.query_params.dict(), ContextQuerySerializer)
+        if p is None or not p.get("store"):
+            return None
+        asked = (p["store"], p.get("query", ""), p.get("skills", True))
+        pieces = check_in_statement(KEY_TEAM_COLUMN, *asked)
+        if pieces is None:
+            return None
+        self._check = (asked, KeyStatementExtra(*pieces))
+        return self._check[1]
+
+    def _checked(self, slug, p) -> tuple | None:
+        if self._check is None:
+            return None
+        asked, extra = self._check
+        return extra.values if extra.read and asked == (slug, p.get("query", ""), p.get("skills", True)) else None
 
     @extend_schema(
         tags=["context"],
@@ -42,6 +67,7 @@ class ContextView(AgentAPIView):
                 max_tokens=p.get("max_tokens"),
                 session_external_id=request.headers.get("X-Session-Id") or p.get("session", ""),
                 include_skills=p.get("skills", True),
+                checked=self._checked(slug, p),
             )
         except NoSuchStore:
             # As get_store says it for every other store-scoped path.
