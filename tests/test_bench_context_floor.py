@@ -25,6 +25,7 @@ def floor(monkeypatch):
     # Registered first, so that the test's end gives the application its own functions back.
     monkeypatch.setattr(context, "record_serve", context.record_serve)
     monkeypatch.setattr(view, "build_context", view.build_context)
+    monkeypatch.setattr(view.ContextView, "key_statement_extra", view.ContextView.key_statement_extra)
     hooks.post_worker_init(worker=None)
 
     def serve(raw, variant: str, **query):
