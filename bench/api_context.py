@@ -497,19 +497,46 @@ def _median(results: list[dict]) -> dict:
     return {k: statistics.median(r[k] for r in results) for k in keys} | {"errors": sum(r["errors"] for r in results)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", default="dreamweb_bench_api")
+def add_server_arguments(parser: argparse.ArgumentParser, *, db: str, requests: int, port: int) -> None:
+    """The bench store's, its server's and the closed loop's options (this bench's and bench/context_floor.py's)."""
+    parser.add_argument("--db", default=db)
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--requests", type=int, default=3000, help="requests per endpoint per round")
+    parser.add_argument("--requests", type=int, default=requests, help="requests per phase per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1) + 1)
+    parser.add_argument("--port", type=int, default=port)
+
+
+@contextmanager
+def scratch_server(args, *, keep_db: bool = False, **server):
+    """A scratch database (``args.db``) seeded with the bench store, and gunicorn serving it (``start_server``'s
+    options in ``server``): yields the server and a raw API key; the server is stopped, and the database dropped
+    unless kept, whatever happens."""
+    admin(f'DROP DATABASE IF EXISTS "{args.db}"')
+    admin(f'CREATE DATABASE "{args.db}"')
+    process = None
+    try:
+        t0 = time.perf_counter()
+        raw = seed(args.db, args.entries)
+        print(f"seeded {args.entries} entries in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        process = start_server(args.db, args.port, args.workers, **server)
+        yield process, raw
+    finally:
+        if process is not None:
+            process.terminate()
+            process.wait(timeout=30)
+        if not keep_db:
+            admin(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_server_arguments(parser, db="dreamweb_bench_api", requests=3000, port=8764)
     parser.add_argument("--worker-class", default="sync", choices=["sync", "gthread"])
     parser.add_argument("--threads", type=int, default=4, help="threads per worker (gthread)")
     parser.add_argument("--rates", default="50,100,200", help="open-loop arrival rates, requests/s ('' for none)")
     parser.add_argument("--open-requests", type=int, default=1500, help="requests per open-loop phase")
-    parser.add_argument("--port", type=int, default=8764)
     parser.add_argument("--ingest-sessions", type=int, default=5000)
     parser.add_argument("--keep-db", action="store_true")
     parser.add_argument(
@@ -521,18 +548,13 @@ def main() -> None:
     args = parser.parse_args()
     load_at_start = os.getloadavg()
 
-    admin(f'DROP DATABASE IF EXISTS "{args.db}"')
-    admin(f'CREATE DATABASE "{args.db}"')
-    server = None
-    try:
-        t0 = time.perf_counter()
-        raw = seed(args.db, args.entries)
-        print(f"seeded {args.entries} entries in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        if args.trace:
-            Path(args.trace).mkdir(parents=True, exist_ok=True)
-            for old in [*Path(args.trace).glob("server-*.log"), Path(args.trace) / "client.jsonl"]:
-                old.unlink(missing_ok=True)
-        server = start_server(args.db, args.port, args.workers, args.worker_class, args.threads, args.trace)
+    if args.trace:
+        Path(args.trace).mkdir(parents=True, exist_ok=True)
+        for old in [*Path(args.trace).glob("server-*.log"), Path(args.trace) / "client.jsonl"]:
+            old.unlink(missing_ok=True)
+    with scratch_server(
+        args, keep_db=args.keep_db, worker_class=args.worker_class, threads=args.threads, trace=args.trace
+    ) as (server, raw):
         meter = CpuMeter(server, args.db)
         base = f"http://127.0.0.1:{args.port}"
         headers = {"Authorization": f"Api-Key {raw}"}
@@ -589,12 +611,6 @@ def main() -> None:
             "load_average_at_end": os.getloadavg(),
         }
         print(json.dumps(summary, indent=2))
-    finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-        if not args.keep_db:
-            admin(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
 
 
 if __name__ == "__main__":

@@ -48,22 +48,11 @@ PHASES = (
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", default="dreamweb_bench_floor")
-    parser.add_argument("--entries", type=int, default=10_000)
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--requests", type=int, default=1000, help="requests per phase per round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1) + 1)
-    parser.add_argument("--port", type=int, default=8766)
+    bench.add_server_arguments(parser, db="dreamweb_bench_floor", requests=1000, port=8766)
     args = parser.parse_args()
 
-    bench.admin(f'DROP DATABASE IF EXISTS "{args.db}"')
-    bench.admin(f'CREATE DATABASE "{args.db}"')
-    server = None
-    try:
-        raw = bench.seed(args.db, args.entries)
-        config = str(Path(__file__).resolve().parent / "gunicorn_floor.py")
-        server = bench.start_server(args.db, args.port, args.workers, "sync", 1, config=config)
+    config = str(Path(__file__).resolve().parent / "gunicorn_floor.py")
+    with bench.scratch_server(args, worker_class="sync", threads=1, config=config) as (server, raw):
         meter = bench.CpuMeter(server, args.db)
         base = f"http://127.0.0.1:{args.port}"
         headers = {"Authorization": f"Api-Key {raw}"}
@@ -99,11 +88,6 @@ def main() -> None:
             "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         }
         print(json.dumps(summary, indent=2))
-    finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-        bench.admin(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
 
 
 if __name__ == "__main__":
