@@ -508,6 +508,19 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, db: str, requests: 
     parser.add_argument("--port", type=int, default=port)
 
 
+def setup_summary(args) -> dict:
+    """What a run's summary says of its setup (``add_server_arguments``' options, the machine, the load at its end)."""
+    return {
+        "entries": args.entries,
+        "clients": args.clients,
+        "requests_per_round": args.requests,
+        "rounds": args.rounds,
+        "gunicorn_workers": args.workers,
+        "cpus": os.cpu_count(),
+        "load_average_at_end": os.getloadavg(),
+    }
+
+
 @contextmanager
 def scratch_server(args, *, keep_db: bool = False, **server):
     """A scratch database (``args.db``) seeded with the bench store, and gunicorn serving it (``start_server``'s
@@ -598,17 +611,10 @@ def main() -> None:
         summary["one_client"] = single
         if args.ingest_sessions:
             summary["ingest"] = ingest(base, headers, args.ingest_sessions, 100, 4)
-        summary["setup"] = {
-            "entries": args.entries,
-            "clients": args.clients,
-            "requests_per_round": args.requests,
-            "rounds": args.rounds,
-            "gunicorn_workers": args.workers,
+        summary["setup"] = setup_summary(args) | {
             "worker_class": args.worker_class,
             "threads": args.threads if args.worker_class == "gthread" else 1,
-            "cpus": os.cpu_count(),
             "load_average_at_start": load_at_start,
-            "load_average_at_end": os.getloadavg(),
         }
         print(json.dumps(summary, indent=2))
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -77,15 +76,8 @@ def main() -> None:
                     for r in results
                 ),
             }
-        summary["setup"] = {
-            "entries": args.entries,
-            "clients": args.clients,
-            "requests_per_round": args.requests,
-            "rounds": args.rounds,
-            "gunicorn_workers": args.workers,
-            "cpus": os.cpu_count(),
-            "load_average_at_end": os.getloadavg(),
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        summary["setup"] = bench.setup_summary(args) | {
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         }
         print(json.dumps(summary, indent=2))
 
