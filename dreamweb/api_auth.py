@@ -89,7 +89,7 @@ class KeyStatementExtra:
     check: memory.api.context). They are read in a lateral subquery gated on the stored hash being the presented
     secret's: for a wrong secret the database reads nothing of the team's (no answer, and no timing, depends on its
     data). ``values`` holds them after the read; ``read`` says whether it happened (on PostgreSQL, inside the
-    request's transaction)."""
+    request's transaction, for a key the gate accepted)."""
 
     def __init__(self, columns: str, join: str, params: list):
         # Constant SQL texts from the view; every value is in ``params`` (the columns', then the join's).
@@ -127,7 +127,10 @@ def _read_key(prefix: str, extra: KeyStatementExtra | None = None, presented: st
     if extra is None:
         sql, params = f'SELECT {select} FROM {tables} WHERE k."prefix" = %s', [prefix]  # noqa: S608
     else:
-        gated = f"SELECT {extra.columns} FROM (SELECT 1) AS one {extra.join} WHERE {_ACCEPTED}"  # noqa: S608
+        # The gate's verdict comes back as the first column (NULL when refused): a refused row's NULLs must never
+        # read as answers (a NULL store would be "no such store"). The database's clock may judge expiry a moment
+        # apart from authenticate's; the view then takes the separate check.
+        gated = f"SELECT true, {extra.columns} FROM (SELECT 1) AS one {extra.join} WHERE {_ACCEPTED}"  # noqa: S608
         sql = f'SELECT {select}, x.* FROM {tables} LEFT JOIN LATERAL ({gated}) AS x ON true WHERE k."prefix" = %s'  # noqa: S608
         params = [*extra.params, presented, prefix]
     with prepared.cursor() as cursor:
@@ -142,8 +145,8 @@ def _read_key(prefix: str, extra: KeyStatementExtra | None = None, presented: st
             values[i] = convert(values[i], column, connection)
     key = AgentKey.from_db(connection.alias, None, values[:split])
     key.team = Team.from_db(connection.alias, None, values[split:])
-    if extra is not None:
-        extra.values, extra.read = tuple(row[width:]), True
+    if extra is not None and row[width] is True:
+        extra.values, extra.read = tuple(row[width + 1 :]), True
     return key
 
 

@@ -61,8 +61,8 @@ def test_the_lookup_builds_no_orm_query():
 @pytest.mark.skipif(not is_postgres(), reason="the extra columns are read on PostgreSQL only")
 def test_a_views_extra_columns_are_read_only_for_the_accepted_key():
     """A view's extra columns ride the key's statement (the context's ranking check), gated in the database on the
-    presented secret's hash, revocation and expiry: for any key authenticate would refuse, they read nothing (every
-    value NULL, whatever the team holds), and the key itself is read the same."""
+    presented secret's hash, revocation and expiry: for any key authenticate would refuse, they read nothing and say
+    so (``read`` false), and the key itself is read the same."""
     team = TeamFactory(slug="gated")
     StoreFactory(team=team, slug="eng")
     raws = {
@@ -81,11 +81,12 @@ def test_a_views_extra_columns_are_read_only_for_the_accepted_key():
         )
         with transaction.atomic():
             key = api_auth._lookup(api_auth.parse_prefix(raw), extra, presented)
-        assert key is not None and extra.read
-        return key, extra.values
+        assert key is not None  # the key itself is read the same
+        return extra.read, extra.values
 
-    key, values = read(raws["good"], hash_key(raws["good"]))
-    assert values[1] == "eng" and values[0] is not None and values[2] is not None
-    assert read(raws["good"], hash_key(raws["good"] + "x"))[1] == (None, None, None)
-    assert read(raws["revoked"], hash_key(raws["revoked"]))[1] == (None, None, None)
-    assert read(raws["expired"], hash_key(raws["expired"]))[1] == (None, None, None)
+    read_, values = read(raws["good"], hash_key(raws["good"]))
+    assert read_ and values[1] == "eng" and values[0] is not None and values[2] is not None
+    # Refused: not read, so that no NULL of a refused row is ever taken for an answer ("no such store").
+    assert read(raws["good"], hash_key(raws["good"] + "x")) == (False, ())
+    assert read(raws["revoked"], hash_key(raws["revoked"])) == (False, ())
+    assert read(raws["expired"], hash_key(raws["expired"])) == (False, ())
