@@ -17,29 +17,22 @@ from .serializers import ContextQuerySerializer, ContextSerializer
 
 class ContextView(AgentAPIView):
     permission_classes = [HasScope("memory:read")]
-    _check = None  # (what was asked, the key statement's extra columns)
+    _asked = None  # the query's parameters as key_statement_extra read them, and the extra columns it asked for
 
     def key_statement_extra(self, request):
         """The ranking's check, read by the key's own statement (one statement fewer on every request that names a
-        store): asked for a common query string (one read without the serializer, dreamweb.api_query), and used by
-        ``get`` only for the same store, query and skills."""
+        store): asked for a common query string (one read without the serializer, dreamweb.api_query), whose
+        parameters ``get`` then takes as read here, so that the check is always the one for what it serves."""
         if request.method != "GET":
             return None
         p = fast_parameters(request.query_params.dict(), ContextQuerySerializer)
         if p is None or not p.get("store"):
             return None
-        asked = (p["store"], p.get("query", ""), p.get("skills", True))
-        pieces = check_in_statement(KEY_TEAM_COLUMN, *asked)
+        pieces = check_in_statement(KEY_TEAM_COLUMN, p["store"], p.get("query", ""), p.get("skills", True))
         if pieces is None:
             return None
-        self._check = (asked, KeyStatementExtra(*pieces))
-        return self._check[1]
-
-    def _checked(self, slug, p) -> tuple | None:
-        if self._check is None:
-            return None
-        asked, extra = self._check
-        return extra.values if extra.read and asked == (slug, p.get("query", ""), p.get("skills", True)) else None
+        self._asked = (p, KeyStatementExtra(*pieces))
+        return self._asked[1]
 
     @extend_schema(
         tags=["context"],
@@ -54,7 +47,7 @@ class ContextView(AgentAPIView):
         responses={200: ContextSerializer, **error_responses(400, 404)},
     )
     def get(self, request):
-        p = query_parameters(request, ContextQuerySerializer)
+        p, extra = self._asked or (query_parameters(request, ContextQuerySerializer), None)
         slug = p.get("store") or None
         try:
             result = build_context(
@@ -67,7 +60,7 @@ class ContextView(AgentAPIView):
                 max_tokens=p.get("max_tokens"),
                 session_external_id=request.headers.get("X-Session-Id") or p.get("session", ""),
                 include_skills=p.get("skills", True),
-                checked=self._checked(slug, p),
+                checked=extra.values if extra is not None and extra.read else None,
             )
         except NoSuchStore:
             # As get_store says it for every other store-scoped path.
