@@ -28,7 +28,9 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
     ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}\b")),
     ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b")),
     ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
-    ("URL credentials", re.compile(r"(?<=://)[^\s/:@]+:[^\s/@]+(?=@)")),
+    # `scheme://user:password@host`, the user possibly empty (`redis://:password@cache`), the password possibly holding
+    # an unencoded `@` (it runs to the last `@` before the host).
+    ("URL credentials", re.compile(r"(?<=://)[^\s/:@]*:[^\s/]+(?=@[^\s@/]+(?:[:/?#'\"`)\]]|\s|$))")),
     # A key as the URL's user name with no password (a Sentry DSN `https://<key>@o1.ingest.sentry.io/5`): a run of
     # 16 or more letters and digits before the `@`, with a digit in it; `git@`, `deploy@` are names.
     ("URL credentials", re.compile(r"(?<=://)(?=[^\s/:@]*\d)[A-Za-z0-9_-]{16,}(?=@)")),
@@ -85,16 +87,42 @@ POSITIONAL_SECRETS: list[tuple[str, re.Pattern]] = [
             r"(?i)(?:--pass(?:word|wd)?[ =]|\bsshpass\s+-p\s*|\bmysql(?:dump|admin)?\b[^\n|;]*?\s-p|\+login\s+\S+\s+)"
             r"['\"]?(?P<value>[^\s'\"`-][^\s'\"`]{3,})"
         ),
+    ),  # `curl -u user:password`, `wget --user=user:password`, `--user deploy:pw`: the part after the colon.
+    (
+        "command-line password",
+        re.compile(r"(?:\s-u\s*|--user[ =])['\"]?[^\s:'\"`]+:(?P<value>[^\s'\"`]{3,})"),
     ),
 ]
 # `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
 ASSIGNED_SECRET = re.compile(
-    r"(?i)(?<![a-z])(?P<word>password|passwd|pass|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|senha|"
-    r"wachtwoord|l[öo]senord|salasana|has[łl]o|пароль|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|dsn|"
-    r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)\b"
+    r"(?i)(?:(?<![a-z])(?P<word>password|passwd|pass|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|"
+    r"senha|wachtwoord|l[öo]senord|salasana|has[łl]o|пароль|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|dsn|"
+    r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)"
+    # ... or the end of a longer name (`dbPassword`, `PGPASSWORD`, `authToken`, `clientSecret`): only the long words
+    r"|(?<=[a-z0-9])(?P<glued>password|passwd|passphrase|secret|token|apikey)"
+    # ... or a key named for what it protects (`SECRET_KEY`, `ENCRYPTION_KEY`, `LICENSE_KEY`, `secret_key_base`)
+    r"|(?<![a-z])(?P<named>(?:secret|encryption|signing|license|master|private|session|app|client)[_ -]?key"
+    r"(?:[_ -]?base)?))\b"
+    # a key in quotes (`"password": "…"`, `'password' => '…'`, `\"password\":\"…\"` in a logged JSON string)
+    r"(?:\\?['\"])?"
     # "the secret for the smoke bucket is X": a short qualifier between the word and its value
-    r"(?:\s+(?:for|of|to|on|in)\s+[\w .-]{1,40}?)?(?:\s+(?:is|was|ist|es|est|é|är|jest)\b|\s+[=:]|\s*[:=])\s*['\"`]?"
-    r"(?P<value>[^\s'\"`,;]{6,})"
+    r"(?:\s+(?:for|of|to|on|in)\s+[\w .-]{1,40}?)?"
+    r"(?:\s+(?:is|was|ist|es|est|é|är|jest)\b|\s+(?:=>|[=:])|\s*(?:=>|[:=]))"
+    # a quoted value is taken whole, spaces and punctuation included (`"correct horse battery staple"`)
+    r"\s*(?:\\?(?P<quote>['\"`])(?P<quoted>[^'\"`\\\n]{4,200})\\?(?P=quote)|\\?['\"`]?(?P<value>[^\s'\"`,;\\]{6,}))"
+)
+# A value after a credential name that is no secret: a reference to one (`${DB_PASSWORD}`, `$TOKEN`, `%NPM_TOKEN%`,
+# `os.environ["X"]`, `process.env.X`, `settings.SECRET`), a placeholder (`<YOUR_TOKEN>`, `********`,
+# `your-api-key-here`), a type (`str`, `Optional[str]`) or a path to a file that holds it.
+_NOT_A_VALUE = re.compile(
+    r"(?i)^(?:\$\{?\{?[\w.\s]+\}?\}?|%\w+%|[A-Za-z_][A-Za-z_]*\d?(?:\.[A-Za-z_][A-Za-z_]*\d?)+(?:[\[(].*)?|\w+[\[(].*|"
+    r"<[^>]*>?|[*x•.]{3,}|.*(?:your[_ -]?|[_-]here\b|placeholder|xxxx).*|(?:~|\.{1,2})?/\S*|[a-z]:\\\S*|!\w+|"
+    r"(?:optional\[)?(?:str|string|secretstr|bytes|int|none|null|true|false)\]?)$"
+)
+# Words that describe a credential rather than being it, as the last part of a hyphenated value ("the password is
+# case-sensitive", "the token is JWT-based").
+_DESCRIPTIVE_PART = re.compile(
+    r"(?i)-(?:based|encoded|hashed|sensitive|insensitive|protected|only|safe|specific|free)$"
 )
 LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{20,}(?![\w/.-])")
 # In a text that talks about credentials, a longish token mixing letters and digits is the credential.
@@ -140,6 +168,36 @@ _PASSWORD_WORDS = re.compile(
     r"(?i)^(?:password|passwd|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord|"
     r"l[öo]senord|salasana|has[łl]o|пароль)$"
 )
+
+
+# A hex digest (a commit id, a content hash) or a UUID, and the words that name one just before it.
+_HEX_OR_UUID = re.compile(r"[0-9a-f]{7,64}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_DIGEST_BEFORE = re.compile(
+    r"(?i)\b(?:commit|merge|branch|tag|ref|sha\d*|hash|digest|checksum|etag|ids?|uuid|guid|rev(?:ision)?|request|trace|"
+    r"span|build|version|object|blob|tree|record|md5|crc\d*)\b[\s:=#'\"`-]*"
+    # up to two words between, none of them a credential word (`wandb login <hex>` after "re-run" is a key)
+    r"(?:(?!(?:key|token|secret|passw(?:or)?d|pwd|pw|credentials?|creds|api|auth|bearer|login|dsn)s?\b)\S+\s+){0,2}$"
+)
+# Long base64 that is public by what stands before it or how it starts: a subresource-integrity or npm `integrity`
+# hash (`sha512-…`), a go.sum hash (`h1:…`), a data URL's payload (`;base64,…`), an SSH public key (`ssh-ed25519 AAAA…`,
+# the wire format's `AAAA` start), an image's own bytes (PNG, JPEG, GIF); and public object ids (Stripe's `pi_`, `evt_`,
+# `cus_`: their secret keys are `sk_`/`rk_`, caught by name).
+_PUBLIC_BEFORE = re.compile(r"(?:\bh1:|;base64,|\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-\S+@openssh\.com) )$")
+_PUBLIC_START = re.compile(
+    r"(?:sha(?:1|256|384|512)-|AAAA[BCE][0-9][A-Za-z]|iVBORw0KGgo|/9j/|R0lGOD|"
+    r"(?:pi|ch|cus|evt|in|sub|price|prod|req|txn|po|re|seti|src|card|ba|acct|cs|pm|ii|il|si|tr|py|prv|ipi)_[A-Za-z0-9]{14,}$)"
+)
+
+
+def _public_encoding(text: str, start: int, tok: str) -> bool:
+    return bool(_PUBLIC_START.match(tok) or _PUBLIC_BEFORE.search(text[max(0, start - 40) : start]))
+
+
+def _resource_name(value: str) -> bool:
+    """A hyphenated lower-case name whose every part holds a word (`basic-auth`, `oauth2-proxy`), not `abc-123-x9`."""
+    return bool(re.fullmatch(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+", value)) and all(
+        re.search(r"[a-z]{3}", part) for part in value.split("-")
+    )
 
 
 def _entropy(s: str) -> float:
@@ -225,20 +283,37 @@ def _scan(text: str) -> list[tuple[str, int, int]]:
     for name, pat in POSITIONAL_SECRETS:
         spans += [(name, m.start("value"), m.end("value")) for m in pat.finditer(text)]
     for m in ASSIGNED_SECRET.finditer(text):
+        if m.group("quoted") is not None:
+            value = m.group("quoted").strip()
+            if len(value) >= 4 and not value.startswith(REDACTED) and not _NOT_A_VALUE.match(value):
+                spans.append(("credential", m.start("quoted"), m.end("quoted")))
+            continue
         # read without the punctuation that ends its sentence ("the password is rotated."); the span keeps it
         value = m.group("value").rstrip(".!?)")
-        if value.startswith(REDACTED) or value.lower() in ("required", "needed", "missing"):
+        if (
+            value.startswith(REDACTED)
+            or value.lower() in ("required", "needed", "missing")
+            or _NOT_A_VALUE.match(value)
+        ):
+            continue
+        if (m.group("glued") or m.group("named")) and value.isdigit():
+            continue  # `max_token=100000`: a count, not a credential
+        if _DESCRIPTIVE_PART.search(value):
+            continue
+        word = m.group("word") or m.group("glued") or m.group("named")
+        # `auth: oauth2-proxy`, `auth-secret: basic-auth`: the name of another resource, when every part is a word
+        if _resource_name(value) and not _PASSWORD_WORDS.match(word):
             continue
         # "the token is stored in vault" is not a secret: require a value that is not an ordinary word, except after
         # a password word, where a plain word is the password ("the admin password is swordfish", "pw=swordfish")
         # unless it only describes it ("the password is rotated monthly").
-        if value.isalpha() and value.islower():
-            word = m.group("word")
-            if not _PASSWORD_WORDS.match(word) or value in _DESCRIPTIVE or value.endswith(("ed", "ing", "ly")):
-                continue
+        if (value.isalpha() and value.islower()) and (
+            not _PASSWORD_WORDS.match(word) or value in _DESCRIPTIVE or value.endswith(("ed", "ing", "ly"))
+        ):
+            continue
         spans.append(("credential", m.start("value"), m.end("value")))
     for m in LONG_TOKEN.finditer(text):
-        if _looks_random(m.group(0)):
+        if _looks_random(m.group(0)) and not _public_encoding(text, m.start(), m.group(0)):
             spans.append(("high-entropy token", m.start(), m.end()))
     # Whatever the words around it: a word with upper and lower case, a digit and a symbol is a typed password
     # (`Spring2026!Fernhill`, `support-admin / W1nter#Desk`), never a name, a path or an address.
@@ -249,8 +324,16 @@ def _scan(text: str) -> list[tuple[str, int, int]]:
     if CREDENTIAL_WORDS.search(text):
         for m in CONTEXT_TOKEN.finditer(text):
             tok = m.group(0)
-            if not re.fullmatch(r"[a-z]+(?:[-_][a-z0-9]+)*", tok) and _entropy(tok) >= 3.0:
-                spans.append(("credential", m.start(), m.end()))
+            if re.fullmatch(r"[a-z]+(?:[-_][a-z0-9]+)*", tok) or _entropy(tok) < 3.0:
+                continue
+            # near a credential word, a digest or an id named so just before it is still no credential (`commit
+            # 3f2a9b7`, `request id <uuid>`; `staging key <hex>`, `login <hex>` stay one), nor is a name like
+            # `oauth2-proxy`
+            if _resource_name(tok) or (
+                _HEX_OR_UUID.fullmatch(tok) and _DIGEST_BEFORE.search(text[max(0, m.start() - 60) : m.start()])
+            ):
+                continue
+            spans.append(("credential", m.start(), m.end()))
         for m in USER_PASS.finditer(text):
             pw = m.group("pw").rstrip(".,;:!?)]")
             if _password_like(pw):
