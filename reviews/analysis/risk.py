@@ -43,7 +43,11 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
             r"\b(?:xox[a-z]-|xapp-|xoxe\.xox[a-z]-)[A-Za-z0-9-]{8,}|\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|"
             r"\b(?:npm|hf|shpat|shpss|shpca|shppa|whsec|dop_v1|doo_v1|dor_v1|gldt|glrt|glptt|glsoat|sk_live|"
             r"rk_live)_[A-Za-z0-9_-]{16,}|\bpypi-AgE[A-Za-z0-9_-]{16,}|\bkey-[0-9a-z]{32}\b|\bSK[0-9a-f]{32}\b|"
-            r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,}|(?i:\b(?:Account|SharedAccess)Key=)[A-Za-z0-9+/=]{16,}"
+            r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,}|(?i:\b(?:Account|SharedAccess)Key=)[A-Za-z0-9+/=]{16,}|"
+            # Sentry, Supabase, Linear, Postman; Databricks; Vault; Doppler; a Discord bot token (id.timestamp.hmac)
+            r"\b(?:sntry[su]_|sbp_|lin_api_|PMAK-)[A-Za-z0-9_-]{20,}|\bdapi[0-9a-f]{32}\b|\bhv[sbr]\.[A-Za-z0-9_-]{20,}|"
+            r"\bdp\.(?:st|pt|sa|ct|scim|audit)\.(?:[a-z0-9_-]+\.)?[A-Za-z0-9]{20,}|"
+            r"\b[MN][A-Za-z0-9]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}"
         ),
     ),
     # `Authorization: Bearer <token>`, `Basic <base64>`: the credential after the scheme word.
@@ -87,12 +91,45 @@ POSITIONAL_SECRETS: list[tuple[str, re.Pattern]] = [
             r"(?i)(?:--pass(?:word|wd)?[ =]|\bsshpass\s+-p\s*|\bmysql(?:dump|admin)?\b[^\n|;]*?\s-p|\+login\s+\S+\s+)"
             r"['\"]?(?P<value>[^\s'\"`-][^\s'\"`]{3,})"
         ),
-    ),  # `curl -u user:password`, `wget --user=user:password`, `--user deploy:pw`: the part after the colon.
+    ),
+    # `curl -u user:password`, `wget --user=user:password`, `--user deploy:pw`: the part after the colon.
     (
         "command-line password",
         re.compile(r"(?:\s-u\s*|--user[ =])['\"]?[^\s:'\"`]+:(?P<value>[^\s'\"`]{3,})"),
     ),
+    # The short password options of the tools that take one: a registry login (`docker login -p X`, podman, helm,
+    # nerdctl, buildah, skopeo), `redis-cli -a X`, the LDAP tools' `-w X`, SQL Server's `sqlcmd`/`bcp`/`osql -P X`,
+    # and `htpasswd -b FILE USER X`.
+    (
+        "command-line password",
+        re.compile(
+            r"(?:\b(?:docker|podman|nerdctl|buildah|skopeo|helm(?:\s+registry)?)\s+login\b[^\n|;]*?\s-p\s+|"
+            r"\bredis-cli\b[^\n|;]*?\s-a\s+|\bldap\w*\b[^\n|;]*?\s-w\s+|\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;]*?\s-P\s*|"
+            r"\bhtpasswd\s+(?=(?:[^\n|;]*\s)?-\w*b)(?:-\w+\s+)*[^\s-]\S*\s+\S+\s+)"
+            r"['\"]?(?P<value>[^\s'\"`-][^\s'\"`]{3,})"
+        ),
+    ),
+    # A `.netrc` line: `machine HOST login USER password X`.
+    ("netrc password", re.compile(r"\bmachine\s+\S+\s+(?:login\s+\S+\s+)?password\s+(?P<value>\S{3,})")),
+    # XML: an element named for a credential (`<password>X</password>`), and an `<add key="…Password" value="X"/>`.
+    (
+        "credential",
+        re.compile(
+            r"(?i)<(?P<tag>[\w:.-]*(?:password|passwd|secret|token|api[_-]?key)[\w:.-]*)>(?P<value>[^<\s]{4,})</(?P=tag)>|"
+            r"\bkey=\"[^\"]*(?:password|passwd|secret|token|api[_-]?key)[^\"]*\"\s+value=\"(?P<attr>[^\"]{4,})\""
+        ),
+    ),
+    # PowerShell's plain-text password to a SecureString.
+    ("credential", re.compile(r"(?i)\bConvertTo-SecureString\s+(?:-String\s+)?['\"](?P<value>[^'\"]{4,})['\"]")),
 ]
+# A cookie whose name says it holds a session or a credential (`sessionid=…`, `_gitlab_session=…`, `csrftoken=…`), on
+# a line about cookies (`Cookie:`, `Set-Cookie:`, `curl -b`, `--cookie`).
+COOKIE_LINE = re.compile(r"(?i)\bcookie\b|\s-b\s|--cookie\b")
+SESSION_COOKIE = re.compile(
+    r"(?i)(?<![\w.-])[\w.-]*(?:sess|sid|auth|token|csrf|jwt|remember)[\w.-]*="
+    # a token's characters only, to its end (not `test-session-$(date +%s)`, not `<your_session_secret>`)
+    r"(?P<value>(?=[^\s;'\",&]*\d)(?=[^\s;'\",&]*[A-Za-z])[A-Za-z0-9%._~+/=-]{16,})(?=[\s;'\",&]|$)"
+)
 # `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
 ASSIGNED_SECRET = re.compile(
     r"(?i)(?:(?<![a-z])(?P<word>password|passwd|pass|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|"
@@ -193,6 +230,23 @@ def _public_encoding(text: str, start: int, tok: str) -> bool:
     return bool(_PUBLIC_START.match(tok) or _PUBLIC_BEFORE.search(text[max(0, start - 40) : start]))
 
 
+def _session_cookies(text: str) -> list[tuple[str, int, int]]:
+    """Session and credential cookies on the lines that speak of cookies (each line once, found by its keyword first:
+    no pattern scans a long line from every position)."""
+    spans, done = [], -1
+    for hit in COOKIE_LINE.finditer(text):
+        if hit.start() < done:
+            continue
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        done = end = len(text) if end < 0 else end
+        spans += [
+            ("session cookie", start + m.start("value"), start + m.end("value"))
+            for m in SESSION_COOKIE.finditer(text, start, end)
+        ]
+    return spans
+
+
 def _resource_name(value: str) -> bool:
     """A hyphenated lower-case name whose every part holds a word (`basic-auth`, `oauth2-proxy`), not `abc-123-x9`."""
     return bool(re.fullmatch(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+", value)) and all(
@@ -281,7 +335,10 @@ def _scan(text: str) -> list[tuple[str, int, int]]:
         spans += [(name, m.start(), m.end()) for m in pat.finditer(text)]
     spans += _url_secrets(text)
     for name, pat in POSITIONAL_SECRETS:
-        spans += [(name, m.start("value"), m.end("value")) for m in pat.finditer(text)]
+        for m in pat.finditer(text):
+            group = "value" if m.group("value") is not None else "attr"
+            spans.append((name, m.start(group), m.end(group)))
+    spans += _session_cookies(text)
     for m in ASSIGNED_SECRET.finditer(text):
         if m.group("quoted") is not None:
             value = m.group("quoted").strip()
