@@ -115,8 +115,13 @@ POSITIONAL_SECRETS: list[tuple[str, re.Pattern]] = [
     (
         "credential",
         re.compile(
-            r"(?i)<(?P<tag>[\w:.-]*(?:password|passwd|secret|token|api[_-]?key)[\w:.-]*)>(?P<value>[^<\s]{4,})</(?P=tag)>|"
-            r"\bkey=\"[^\"]*(?:password|passwd|secret|token|api[_-]?key)[^\"]*\"\s+value=\"(?P<attr>[^\"]{4,})\""
+            r"(?i)<(?P<tag>[\w:.-]*(?:password|passwd|secret|token|api[_-]?key)[\w:.-]*)>(?P<value>[^<\s]{4,})</(?P=tag)>"
+        ),
+    ),
+    (
+        "credential",
+        re.compile(
+            r"(?i)\bkey=\"[^\"]*(?:password|passwd|secret|token|api[_-]?key)[^\"]*\"\s+value=\"(?P<value>[^\"]{4,})\""
         ),
     ),
     # PowerShell's plain-text password to a SecureString.
@@ -335,9 +340,7 @@ def _scan(text: str) -> list[tuple[str, int, int]]:
         spans += [(name, m.start(), m.end()) for m in pat.finditer(text)]
     spans += _url_secrets(text)
     for name, pat in POSITIONAL_SECRETS:
-        for m in pat.finditer(text):
-            group = "value" if m.group("value") is not None else "attr"
-            spans.append((name, m.start(group), m.end(group)))
+        spans += [(name, m.start("value"), m.end("value")) for m in pat.finditer(text)]
     spans += _session_cookies(text)
     for m in ASSIGNED_SECRET.finditer(text):
         if m.group("quoted") is not None:
