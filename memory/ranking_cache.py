@@ -2,7 +2,8 @@
 
 ``ranked_entries`` is the front door of memory.ranking's rule. On PostgreSQL it keeps, per worker process, one
 ``StoreRanking`` per (team, store) (and per team, for the requests that name no store): every active entry's row,
-scope, standing (rating part) and update time, and an inverted index of its text-search lexemes. A request then
+and, for each scope (agent, task) apart, its entries' standing (rating part), update time, validity and an inverted
+index of their text-search lexemes, so a request reads only the scopes it may be served from. A request then
 costs one statement, which reads the store's ``content_version`` (migration 0006: triggers move it on every change
 of an entry that the ranking reads), the database's ``now()`` and the query's lexemes (``plainto_tsquery``), and a
 few vectorised operations here; the ranking statement of memory.ranking runs only when the data is not ready. For a
@@ -133,11 +134,27 @@ def _contribution(signature: str) -> float:
     return value
 
 
+# The lexemes of the tsquery texts seen last (agents ask the same questions again); dropped whole when full.
+_LEXEMES: dict[str, tuple[str, ...] | None] = {}
+_LEXEMES_KEPT = 4096
+
+
 def query_lexemes(tsquery_text: str | None) -> tuple[str, ...] | None:
     """The distinct lexemes of ``replace(plainto_tsquery(q)::text, '&', '|')`` in the order ts_rank adds them (byte
     order), or None when the query holds anything but lexemes joined by ``|`` (left to the statement)."""
     if not tsquery_text:
         return ()
+    try:
+        return _LEXEMES[tsquery_text]
+    except KeyError:
+        pass
+    if len(_LEXEMES) >= _LEXEMES_KEPT:
+        _LEXEMES.clear()
+    found = _LEXEMES[tsquery_text] = _parse_lexemes(tsquery_text)
+    return found
+
+
+def _parse_lexemes(tsquery_text: str) -> tuple[str, ...] | None:
     lexemes, end = [], 0
     for m in _LEXEME.finditer(tsquery_text):
         between = tsquery_text[end : m.start()].strip()
@@ -154,23 +171,80 @@ def _us(dt: datetime) -> int:
     return (dt - _EPOCH) // _US
 
 
+class _Group:
+    """The entries of one (scope_agent, scope_task) group, which is one scope level, in arrays of their own (in id
+    order): a request works on the groups it may serve, never on the whole store (an agent's hundred entries cost
+    what a hundred cost, whatever the size of the store around them)."""
+
+    __slots__ = ("at", "ids", "updated_us", "rating_part", "valid_from", "valid_until", "windowed", "postings")
+
+    def __init__(self, at: np.ndarray, ids, updated_us, rating_part, valid_from, valid_until, postings: dict):
+        self.at = at  # positions in the store's rows
+        self.ids, self.updated_us, self.rating_part = ids[at], updated_us[at], rating_part[at]
+        self.valid_from, self.valid_until = valid_from[at], valid_until[at]
+        self.windowed = bool((self.valid_from != _NEVER_BEFORE).any() or (self.valid_until != _NEVER_AFTER).any())
+        self.postings = postings  # lexeme -> (positions in this group, contributions)
+
+    def relevance(self, lexemes: tuple[str, ...]) -> np.ndarray | None:
+        """1 + ts_rank for the entries any lexeme matches, 0 for the others (None: none matches here)."""
+        found = [self.postings[lx] for lx in lexemes if lx in self.postings]
+        if not found:
+            return None
+        rank = np.zeros(len(self.at), np.float32)
+        matched = np.zeros(len(self.at), bool)
+        for where, what in found:
+            # res = res + contribution, the sum in double precision stored back in single (tsrank.c), lexeme by
+            # lexeme in the query's order.
+            rank[where] = (rank[where].astype(np.float64) + what).astype(np.float32)
+            matched[where] = True
+        rank = rank / np.float32(len(lexemes))
+        return np.where(matched, 1.0 + rank.astype(np.float64), 0.0)
+
+    def valid(self, valid_us: int) -> np.ndarray | None:
+        """The group's positions whose entry is valid at ``valid_us`` (None: all of them): valid_from unset or passed,
+        valid_until unset or not reached (memory.models.valid_now_q). Time-dependent, so judged on every request."""
+        if not self.windowed:
+            return None
+        return np.nonzero((self.valid_from <= valid_us) & (self.valid_until > valid_us))[0]
+
+    def top(self, n: int, now_us: int, lexemes: tuple[str, ...], valid_us: int) -> list[tuple[int, float]]:
+        """The n best valid entries of the group (by score, then most recently updated, then lowest id), as (store
+        position, score)."""
+        sel = self.valid(valid_us)
+        if n <= 0 or not len(self.at) or (sel is not None and not len(sel)):
+            return []
+        relevance = self.relevance(lexemes) if lexemes else None
+        updated = self.updated_us if sel is None else self.updated_us[sel]
+        rating_part = self.rating_part if sel is None else self.rating_part[sel]
+        delta = now_us - updated
+        # now() - updated_at as an interval (whole days and the rest, truncated towards zero as justify_hours does),
+        # then date_part('epoch', ...): time / 1e6 + 86400 * days.
+        days = np.where(delta >= 0, delta // _US_PER_DAY, -((-delta) // _US_PER_DAY))
+        epoch = (delta - days * _US_PER_DAY) / 1000000.0 + 86400.0 * days
+        recency = RECENCY_WEIGHT / (1.0 + epoch / (RECENCY_DAYS * 86400.0))
+        if relevance is None:
+            score = rating_part + recency
+        else:
+            score = ((relevance if sel is None else relevance[sel]) + rating_part) + recency
+        local = np.arange(len(score)) if sel is None else sel
+        if len(score) > n:
+            # Only what can be among the n best is sorted: the entries at or above the n-th score.
+            keep = score >= np.partition(score, len(score) - n)[len(score) - n]
+            local, score, updated = local[keep], score[keep], updated[keep]
+        order = np.lexsort((self.ids[local], -updated, -score))[:n]
+        at = self.at[local[order]]
+        return list(zip(at.tolist(), score[order].tolist(), strict=True))
+
+
 @dataclass
 class StoreRanking:
-    """One store's (or one team's) active entries, ready to rank."""
+    """One store's (or one team's) active entries, ready to rank, in groups of one scope each."""
 
     version: tuple
     built_at: float
     rows: list  # (id, key, content, scope_agent, scope_task, version, content_hash, store slug, scope level)
     last_served: list  # last_served_at per entry, moved forward by this process when it marks entries served
-    ids: np.ndarray
-    updated_us: np.ndarray
-    rating_part: np.ndarray
-    scope_rank: np.ndarray
-    valid_from: np.ndarray  # microseconds; _NEVER_BEFORE when unset
-    valid_until: np.ndarray  # microseconds; _NEVER_AFTER when unset
-    windowed: bool  # some entry has a validity window
-    groups: dict  # (scope_agent, scope_task) -> positions
-    postings: dict  # lexeme -> (positions, contributions)
+    groups: dict  # (scope_agent, scope_task) -> _Group
     position: dict  # entry id -> position
 
     @classmethod
@@ -180,10 +254,10 @@ class StoreRanking:
         updated = np.empty(n, np.int64)
         rating = np.empty(n, np.float64)
         count = np.empty(n, np.float64)
-        rank = np.empty(n, np.int64)
+        group_of = np.empty(n, np.int64)
         valid_from = np.full(n, _NEVER_BEFORE, np.int64)
         valid_until = np.full(n, _NEVER_AFTER, np.int64)
-        rows, served, groups = [], [], {}
+        rows, served, members, index = [], [], {}, {}
         for i, r in enumerate(fetched):
             entry_id, key, content, agent, task, version_, chash, served_at, rating_, count_, updated_at = r[:11]
             starts, ends, slug = r[11:]
@@ -195,111 +269,49 @@ class StoreRanking:
                 valid_from[i] = _us(starts)
             if ends is not None:
                 valid_until[i] = _us(ends)
-            rank[i] = level
-            groups.setdefault((agent, task), []).append(i)
-        # Rows come ordered by id: an entry's position is found by binary search.
-        by_lexeme: dict[str, tuple[list, list]] = {}
+            group_of[i] = index.setdefault((agent, task), len(index))
+            members.setdefault((agent, task), []).append(i)
+        # In the statement's order: RATING_WEIGHT * rating * n / (n + 1), in double precision.
+        rating_part = RATING_WEIGHT * rating * count / (count + 1.0)
+        positions = {k: np.asarray(v, np.int64) for k, v in members.items()}
+        # An entry's place in its group (groups keep the store's id order).
+        local = np.empty(n, np.int64)
+        for at in positions.values():
+            local[at] = np.arange(len(at))
+        by_group: list[dict] = [{} for _ in positions]
         for lexeme, signature, entry_ids in postings_rows:
-            where = np.searchsorted(ids, np.asarray(entry_ids, np.int64))
+            wanted = np.asarray(entry_ids, np.int64)
+            where = np.searchsorted(ids, wanted)
             found = where < n
-            found[found] &= ids[where[found]] == np.asarray(entry_ids, np.int64)[found]
+            found[found] &= ids[where[found]] == wanted[found]
             where = where[found]  # an entry that changed between the two statements is left to the next version
-            bucket = by_lexeme.setdefault(lexeme, ([], []))
-            bucket[0].append(where)
-            bucket[1].append(np.full(len(where), _contribution(signature)))
+            contribution = _contribution(signature)
+            for g in np.unique(group_of[where]).tolist():
+                in_group = where[group_of[where] == g]
+                bucket = by_group[g].setdefault(lexeme, ([], []))
+                bucket[0].append(local[in_group])
+                bucket[1].append(np.full(len(in_group), contribution))
+        groups = {}
+        for g, (scope, at) in enumerate(positions.items()):
+            postings = {k: (np.concatenate(w), np.concatenate(c)) for k, (w, c) in by_group[g].items()}
+            groups[scope] = _Group(at, ids, updated, rating_part, valid_from, valid_until, postings)
         return cls(
             version=version,
             built_at=time.monotonic(),
             rows=rows,
             last_served=served,
-            ids=ids,
-            updated_us=updated,
-            # In the statement's order: RATING_WEIGHT * rating * n / (n + 1), in double precision.
-            rating_part=RATING_WEIGHT * rating * count / (count + 1.0),
-            scope_rank=rank,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            windowed=bool((valid_from != _NEVER_BEFORE).any() or (valid_until != _NEVER_AFTER).any()),
-            groups={k: np.asarray(v, np.int64) for k, v in groups.items()},
-            postings={k: (np.concatenate(w), np.concatenate(c)) for k, (w, c) in by_lexeme.items()},
+            groups=groups,
             position={int(entry_id): i for i, entry_id in enumerate(ids)},
         )
 
-    def relevance(self, lexemes: tuple[str, ...]) -> np.ndarray | None:
-        """1 + ts_rank for the entries any lexeme matches, 0 for the others (None: none matches)."""
-        found = [self.postings[lx] for lx in lexemes if lx in self.postings]
-        if not found:
-            return None
-        rank = np.zeros(len(self.rows), np.float32)
-        matched = np.zeros(len(self.rows), bool)
-        for where, what in found:
-            # res = res + contribution, the sum in double precision stored back in single (tsrank.c).
-            rank[where] = (rank[where].astype(np.float64) + what).astype(np.float32)
-            matched[where] = True
-        rank = rank / np.float32(len(lexemes))
-        return np.where(matched, 1.0 + rank.astype(np.float64), 0.0)
-
-    def scores(self, at: np.ndarray, now_us: int, relevance: np.ndarray | None) -> np.ndarray:
-        delta = now_us - self.updated_us[at]
-        # now() - updated_at as an interval (whole days and the rest, truncated towards zero as justify_hours does),
-        # then date_part('epoch', ...): time / 1e6 + 86400 * days.
-        days = np.where(delta >= 0, delta // _US_PER_DAY, -((-delta) // _US_PER_DAY))
-        epoch = (delta - days * _US_PER_DAY) / 1000000.0 + 86400.0 * days
-        recency = RECENCY_WEIGHT / (1.0 + epoch / (RECENCY_DAYS * 86400.0))
-        standing = self.rating_part[at] if relevance is None else relevance[at] + self.rating_part[at]
-        return standing + recency
-
-    def valid(self, at: np.ndarray, valid_us: int) -> np.ndarray:
-        """The positions whose entry is valid at ``valid_us``: valid_from unset or passed, valid_until unset or not
-        reached (memory.models.valid_now_q). Time-dependent, so it is applied on every request, never cached."""
-        if not self.windowed:
-            return at
-        return at[(self.valid_from[at] <= valid_us) & (self.valid_until[at] > valid_us)]
-
-    def top(self, at: np.ndarray, n: int, now_us: int, relevance: np.ndarray | None) -> list[int]:
-        """The n best of the entries at these positions: scope level, score, most recently updated, lowest id."""
-        if not len(at) or n <= 0:
-            return []
-        score = self.scores(at, now_us, relevance)
-        level = self.scope_rank[at]
-        if len(at) > n:
-            # Only what can be among the n best is sorted: each level's entries at or above the level's n-th score.
-            if (level == level[0]).all():
-                # One level (the store-wide entries, or one scope): its n-th score, without sorting out the levels.
-                keep = score >= np.partition(score, len(at) - n)[len(at) - n]
-            else:
-                keep = np.zeros(len(at), bool)
-                for value in np.unique(level):
-                    in_level = np.nonzero(level == value)[0]
-                    if len(in_level) > n:
-                        cut = np.partition(score[in_level], len(in_level) - n)[len(in_level) - n]
-                        in_level = in_level[score[in_level] >= cut]
-                    keep[in_level] = True
-            at, score, level = at[keep], score[keep], level[keep]
-        order = np.lexsort((self.ids[at], -self.updated_us[at], -score, -level))[:n]
-        return [(int(at[k]), float(score[k])) for k in order]
-
     def items(self, chosen: list) -> list[ContextItem]:
-        out = []
-        for i, score in chosen:
-            entry_id, key, content, agent, task, version, chash, slug, level = self.rows[i]
-            out.append(
-                ContextItem(
-                    entry_id=entry_id,
-                    key=key,
-                    store=slug,
-                    content=content,
-                    scope_agent=agent,
-                    scope_task=task,
-                    version=version,
-                    content_hash=chash,
-                    scope_rank=level,
-                    score=score,
-                    last_served_at=self.last_served[i],
-                    source=self,
-                )
-            )
-        return out
+        # Positional arguments, in ContextItem's field order: a context request makes some forty of these.
+        rows, served = self.rows, self.last_served
+        return [
+            ContextItem(r[0], r[1], r[7], r[2], r[3], r[4], r[5], r[6], r[8], score, served[i], self)
+            for i, score in chosen
+            for r in (rows[i],)
+        ]
 
 
 _cache: OrderedDict = OrderedDict()
@@ -502,7 +514,6 @@ def _rank(key, store, now, version, stores, tsquery_text, *, agent, task, query:
     now_us = _us(now)
     # The validity window is judged by this process's clock, as the ranking statement judges it.
     valid_us = _us(timezone.now())
-    relevance = data.relevance(lexemes) if lexemes else None
     # Scope level first (task and agent, task, agent, store-wide), and each (agent, task) group is one level: the best
     # of each group in turn, until the limit is filled, are the best of all of them.
     if agent and task:
@@ -510,10 +521,10 @@ def _rank(key, store, now, version, stores, tsquery_text, *, agent, task, query:
     else:
         groups = [(agent, task)] if agent or task else []
     chosen: list = []
-    for group in [*groups, (None, None)]:
-        at = data.groups.get(group)
-        if at is not None and len(chosen) < limit:
-            chosen += data.top(data.valid(at, valid_us), limit - len(chosen), now_us, relevance)
+    for scope in [*groups, (None, None)]:
+        group = data.groups.get(scope)
+        if group is not None and len(chosen) < limit:
+            chosen += group.top(limit - len(chosen), now_us, lexemes, valid_us)
     return data.items(chosen)
 
 
