@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import json
 import threading
 import time
 from datetime import timedelta
@@ -87,19 +88,23 @@ class KeyStatementExtra:
     """Columns a view asks the key's own statement to read (scalar expressions, and a join, over ``k``, the key's
     row), so that the view's first question of the database costs no statement of its own (the context's ranking
     check: memory.api.context). They are read in a lateral subquery gated on the stored hash being the presented
-    secret's: for a wrong secret the database reads nothing of the team's (no answer, and no timing, depends on its
-    data). ``values`` holds them after the read; ``read`` says whether it happened (on PostgreSQL, inside the
-    request's transaction, for a key the gate accepted)."""
+    secret's (and on the key holding the scope the view requires): for a wrong secret, or a key the view will refuse,
+    the database reads nothing of the team's (no answer, and no timing, depends on its data). ``values`` holds them
+    after the read; ``read`` says whether it happened (on PostgreSQL, inside the request's transaction, for a key the
+    gate accepted)."""
 
-    def __init__(self, columns: str, join: str, params: list):
-        # Constant SQL texts from the view; every value is in ``params`` (the columns', then the join's).
-        self.columns, self.join, self.params = columns, join, params
+    def __init__(self, columns: str, join: str, params: list, *, scope: str = ""):
+        # Constant SQL texts from the view; every value is in ``params`` (the columns', then the join's). ``scope``:
+        # the one the view's permission requires, so that a key without it reads nothing either (it gets its 403).
+        self.columns, self.join, self.params, self.scope = columns, join, params, scope
         self.values: tuple = ()
         self.read = False
 
 
 # The key is the one presented (its stored hash, a parameter), not revoked and not expired: what authenticate accepts.
 _ACCEPTED = 'k."hashed_key" = %s AND k."revoked_at" IS NULL AND (k."expires_at" IS NULL OR k."expires_at" > now())'
+# ... and holds the scope the view requires (scopes: a jsonb array of names; the scope a parameter).
+_HOLDS_SCOPE = ' AND k."scopes" @> %s::jsonb'
 
 
 @functools.cache
@@ -130,9 +135,10 @@ def _read_key(prefix: str, extra: KeyStatementExtra | None = None, presented: st
         # The gate's verdict comes back as the first column (NULL when refused): a refused row's NULLs must never
         # read as answers (a NULL store would be "no such store"). The database's clock may judge expiry a moment
         # apart from authenticate's; the view then takes the separate check.
-        gated = f"SELECT true, {extra.columns} FROM (SELECT 1) AS one {extra.join} WHERE {_ACCEPTED}"  # noqa: S608
+        accepted, scope = (_ACCEPTED + _HOLDS_SCOPE, [json.dumps([extra.scope])]) if extra.scope else (_ACCEPTED, [])
+        gated = f"SELECT true, {extra.columns} FROM (SELECT 1) AS one {extra.join} WHERE {accepted}"  # noqa: S608
         sql = f'SELECT {select}, x.* FROM {tables} LEFT JOIN LATERAL ({gated}) AS x ON true WHERE k."prefix" = %s'  # noqa: S608
-        params = [*extra.params, presented, prefix]
+        params = [*extra.params, presented, *scope, prefix]
     with prepared.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()

@@ -90,3 +90,32 @@ def test_a_views_extra_columns_are_read_only_for_the_accepted_key():
     assert read(raws["good"], hash_key(raws["good"] + "x")) == (False, ())
     assert read(raws["revoked"], hash_key(raws["revoked"])) == (False, ())
     assert read(raws["expired"], hash_key(raws["expired"])) == (False, ())
+
+
+@pytest.mark.skipif(not is_postgres(), reason="the extra columns are read on PostgreSQL only")
+def test_a_views_extra_columns_are_read_only_for_a_key_holding_the_views_scope():
+    """A key the view's permission will refuse (403) reads nothing of the team's either: the gate also asks for the
+    scope the view names; a key holding it, among others, is read as before."""
+    team = TeamFactory(slug="scoped-gate")
+    StoreFactory(team=team, slug="eng")
+    without = make_key(team, name="writer", scopes=["sessions:write"])
+    holding = make_key(team, name="reader", scopes=["sessions:write", "memory:read"])
+
+    def read(raw: str, scope: str):
+        extra = api_auth.KeyStatementExtra(
+            "s.slug",
+            f"LEFT JOIN memory_memorystore s ON s.team_id = {api_auth.KEY_TEAM_COLUMN} AND s.slug = %s",
+            ["eng"],
+            scope=scope,
+        )
+        with transaction.atomic():
+            key = api_auth._lookup(api_auth.parse_prefix(raw), extra, hash_key(raw))
+        assert key is not None
+        return extra.read, extra.values
+
+    assert read(without, "memory:read") == (False, ())
+    assert read(holding, "memory:read") == (True, ("eng",))
+    # A scope named like a prefix of another, or in another case, is not held.
+    assert read(holding, "memory") == (False, ())
+    assert read(holding, "MEMORY:READ") == (False, ())
+    assert read(without, "") == (True, ("eng",))  # no scope asked for: the secret's gate alone

@@ -201,3 +201,28 @@ def test_check_path_answers_as_the_serializer_path(world, fast_passwords):
             assert fast == slow, (raw == full, extra)
             if raw == noskills:
                 assert not fast["skills"]
+
+
+@pytest.mark.all_teams
+def test_a_key_without_memory_read_gets_its_403_and_reads_nothing_of_the_teams(world, fast_passwords):
+    """The permission refuses it after authentication; the gate must have refused the check already, so that such
+    a key (an ingest-only key, say) makes the database read none of the team's stores or skills."""
+    raw = make_key(world.team_a, name="ingest-only", scopes=["sessions:write"])
+    make_entry(world.store_a, key="lesson", content="deploy from main")
+    with CaptureQueriesContext(connection) as ctx:
+        r = Api(raw).get("/api/v1/context/", {"store": world.store_a.slug, "query": "deploy"})
+    assert r.status_code == 403 and "memory:read" in r.json()["detail"]
+    lateral = [q["sql"] for q in ctx.captured_queries if "LATERAL" in q["sql"]]
+    assert len(lateral) == 1  # the fold was asked for (the measure works) ...
+    assert "scopes" in lateral[0]  # ... with the scope in its gate
+    with transaction.atomic(), connection.cursor() as c:
+        api_auth.rls.enter_key_scope(api_auth.parse_prefix(raw))
+        c.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + lateral[0].replace("%", "%%"))
+        plan = c.fetchone()[0]
+    plan = plan if isinstance(plan, list) else json.loads(plan)
+    read = [
+        n.get("Relation Name")
+        for n in _plan_nodes(plan[0]["Plan"], [])
+        if n.get("Relation Name") in ("memory_memorystore", "skills_registry_skill") and n.get("Actual Loops", 0)
+    ]
+    assert read == []

@@ -14,9 +14,12 @@ from memory.context import NoSuchStore, build_context, check_in_statement
 
 from .serializers import ContextQuerySerializer, ContextSerializer
 
+# What a key needs for context: its permission, and the gate of the ranking's check in the key's statement.
+CONTEXT_SCOPE = "memory:read"
+
 
 class ContextView(AgentAPIView):
-    permission_classes = [HasScope("memory:read")]
+    permission_classes = [HasScope(CONTEXT_SCOPE)]
     _asked = None  # the query's parameters as key_statement_extra read them, and the extra columns it asked for
 
     def key_statement_extra(self, request):
@@ -31,7 +34,7 @@ class ContextView(AgentAPIView):
         pieces = check_in_statement(KEY_TEAM_COLUMN, p["store"], p.get("query", ""), p.get("skills", True))
         if pieces is None:
             return None
-        self._asked = (p, KeyStatementExtra(*pieces))
+        self._asked = (p, KeyStatementExtra(*pieces, scope=CONTEXT_SCOPE))
         return self._asked[1]
 
     @extend_schema(
