@@ -35,6 +35,10 @@ REASON_REMOTE_CODE = "Tells agents to download and run remote code."
 REASON_CREDENTIAL_READ = "Reads credential files or stores (SSH keys, .env, cloud credentials, keychains, tokens)."
 REASON_INJECTION = "Contains instructions addressed to AI agents (a prompt injection)."
 REASON_EXFILTRATION = "Tells agents to send credentials or data to a host."
+REASON_HIDDEN_ORDER = (
+    "Holds invisible controls that change the order text reads in (bidirectional overrides or isolates): what a "
+    "person sees is not what an agent reads."
+)
 UNKNOWN_HOST_PREFIX = "Points to a host the team has not allowed"
 
 POISON_REASONS = (
@@ -43,6 +47,7 @@ POISON_REASONS = (
     REASON_CREDENTIAL_READ,
     REASON_INJECTION,
     REASON_EXFILTRATION,
+    REASON_HIDDEN_ORDER,
 )
 
 
@@ -70,6 +75,17 @@ _CONFUSABLES = str.maketrans(
 )  # fmt: skip
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|\\U([0-9a-fA-F]{8})")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "|": "l"})
+
+
+# Embeddings, overrides and isolates (LRE, RLE, PDF, LRO, RLO; LRI, RLI, FSI, PDI): a lesson never needs them (the
+# marks U+200E/U+200F that right-to-left text does use are not among them); "Trojan Source" text does.
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+# A right-to-left override's span is shown reversed: read as shown.
+_RLO_SPAN = re.compile("\u202e([^\u202c\u2069\n]*)")
+
+
+def _as_shown(text: str) -> str:
+    return _RLO_SPAN.sub(lambda m: m.group(1)[::-1], text) if "\u202e" in text else text
 
 
 def _drop_format(text: str) -> str:
@@ -110,7 +126,7 @@ class Views:
 
     @classmethod
     def of(cls, text: str) -> Views:
-        decoded = unicodedata.normalize("NFKC", _drop_format(_decode(text or "")))
+        decoded = unicodedata.normalize("NFKC", _drop_format(_as_shown(_decode(text or ""))))
         plain = _shell_plain(decoded.translate(_CONFUSABLES))
         low = plain.lower()
         markup = unicodedata.normalize("NFKC", _drop_format(_decode(text or "", entities=False)))
@@ -338,6 +354,38 @@ INJECTION = [
 ]
 
 
+# "Ignore the previous instructions" in other languages, by word stems (so that every inflection counts: ignoriert,
+# ignorad, игнорируйте), in the orders languages put them: verb, earlier, instructions (German, Russian, Polish,
+# Chinese); verb, instructions, earlier (French, Spanish, Italian, Portuguese); earlier, instructions, verb (Japanese,
+# Korean, Turkish). Read in the view that keeps Cyrillic letters as written as well as in the plain one.
+_ML_VERB = (
+    r"(?:ignor|disregard|forget|vergi[sß]|verge[sß]|missacht|oubli|olvid|omit|descart|dimentic|esque[cç]|"
+    r"desconsider|negeer|vergeet|zignoruj|zapomnij|игнор|забуд|забыв|не\s+обращай|yok\s*say|unut|무시|忽略|无视|無視|忘)"
+)
+_ML_PRIOR = (
+    r"(?:previous|prior|earlier|preceding|vorherig|bisherig|vorig|obig|früher|précédent|antérieur|anterior|previ[ao]|"
+    r"precedent|prévi|eerder|poprzedni|wcześniejsz|предыдущ|прежн|предшеству|önceki|之前|以前|先前|前の|이전)"
+)
+_ML_RULES = (
+    r"(?:instruc|instruç|istruzion|anweisung|regeln|richtlinie|vorgabe|befehl|consigne|règle|regla|regol|regra|"
+    r"indicaci|directiv|directriz|diretriz|instructie|polece|zasad|инструкц|указани|правил|команд|talimat|kural|"
+    r"指令|指示|规则|命令|ルール|지시|명령|규칙)"
+)
+_GAP = r"[^.!?。！？\n]{0,40}?"
+MULTILINGUAL_OVERRIDES = [
+    re.compile(rf"{_ML_VERB}{_GAP}{_ML_PRIOR}{_GAP}{_ML_RULES}", re.I),
+    re.compile(rf"{_ML_VERB}{_GAP}{_ML_RULES}{_GAP}{_ML_PRIOR}", re.I),
+    re.compile(rf"{_ML_PRIOR}{_GAP}{_ML_RULES}{_GAP}{_ML_VERB}", re.I),
+    # Words to the AI agents, by the other languages' names for AI (KI, IA, ИИ): "An alle KI-Agenten:", "Agentes de
+    # IA:", "Всем ИИ-агентам:", "AIエージェントへ".
+    re.compile(
+        r"(?:\b(?:ai|ki|ia|ии)[\s-]*(?:agent|assistent|asistent|assistant|агент|ассистент)\w*|"
+        r"\b(?:agent|assistent|asistent|агент)\w*\s+(?:de\s+|d'\s*)?(?:ia|ki|ai|ии)\b)\s*:|"
+        r"\bai\s*(?:エージェント|アシスタント)(?:へ|の皆|各位)|(?:所有|各位)\s*ai\s*(?:助手|代理|智能体)",
+        re.I,
+    ),
+]
+
 # The phrases that override an agent's instructions (the first patterns above): also looked for in the obfuscated
 # spellings, where the other patterns would see words that are not there.
 OVERRIDES = INJECTION[:3]
@@ -346,6 +394,8 @@ _MIXED_TOKEN = re.compile(r"\b(?=\w*[a-z])(?=\w*\d)\w+\b")
 
 def _injection(v: Views) -> bool:
     if any(p.search(v.plain) for p in INJECTION):
+        return True
+    if any(p.search(t) for t in (v.plain, v.hosts) for p in MULTILINGUAL_OVERRIDES):
         return True
     # Digits read as letters in words that mix both ("1gn0r3 pr3v10u5"), spaced-out letters joined ("i g n o r e").
     leet = _MIXED_TOKEN.sub(lambda m: m.group(0).translate(_LEET), v.low)
@@ -542,6 +592,8 @@ def screen(text: str | None, *, allowed_hosts=()) -> list[str]:
         reasons.append(REASON_EXFILTRATION)
     if _injection(v):
         reasons.append(REASON_INJECTION)
+    if _BIDI_CONTROLS.search(_decode(v.raw)):
+        reasons.append(REASON_HIDDEN_ORDER)
     unknown = unknown_hosts(v, allowed_hosts)
     if unknown:
         reasons.append(unknown_host_reason(unknown))

@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from dreamweb import screening
+from dreamweb import screening, secret_scan
 from dreamweb.models import Team
 from dreamweb.provenance import (
     Author,
@@ -51,6 +51,9 @@ class EntryExists(MemoryWriteError):
     """An entry with that key exists in the store already (HTTP 409)."""
 
 
+REASON_SECRET = "Holds something that looks like a secret (a key, token or password): secrets never go into memory."
+
+
 class ScreenedWrite(MemoryWriteError):
     """An agent's in-band write whose text the screen refuses (dreamweb.screening: markup, remote code, credential
     reads, data sent away, text addressing agents, hosts the team has not allowed). Nothing is written (HTTP 409,
@@ -68,6 +71,10 @@ def screen_agent_write(team_id: int, author: Author, content: str | None) -> Non
         return
     allowed = Team.objects.filter(pk=team_id).values_list("allowed_hosts", flat=True).first() or []
     reasons = screening.screen(content, allowed_hosts=allowed)
+    # A secret is refused, not redacted: the agent learns that its text was not stored, and nothing half-written
+    # stands in memory (guardrail: secrets never reach memory; a dream's proposals are redacted instead).
+    if secret_scan.has_secret(content):
+        reasons.append(REASON_SECRET)
     if reasons:
         raise ScreenedWrite(reasons)
 

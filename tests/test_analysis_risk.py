@@ -7,6 +7,7 @@ from unittest import mock
 
 import pytest
 
+from dreamweb import secret_scan
 from reviews.analysis import risk
 from reviews.analysis.findings import ProposalDraft
 
@@ -443,8 +444,8 @@ def test_a_text_is_scanned_once_for_its_risk_and_its_redaction(monkeypatch):
     pattern's excerpts recur across sessions: inside scan_memo() the scan runs once per text, with the same spans
     each time."""
     scanned = []
-    scan = risk._scan
-    monkeypatch.setattr(risk, "_scan", lambda text: scanned.append(text) or scan(text))
+    scan = secret_scan._scan
+    monkeypatch.setattr(secret_scan, "_scan", lambda text: scanned.append(text) or scan(text))
     text = "deploy with token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2 then retry"
     clean = "make deploy-staging"
     d = draft(clean)
@@ -462,7 +463,7 @@ def test_a_text_is_scanned_once_for_its_risk_and_its_redaction(monkeypatch):
             risk.find_secrets(text)
         assert scanned.count(text) == 1
         # A long text (a transcript line, a skill's body) is scanned each time: the memo holds short texts only.
-        long = clean + " " * risk.SCAN_CACHE_CHARS + text
+        long = clean + " " * secret_scan.SCAN_CACHE_CHARS + text
         assert risk.find_secrets(long) == risk.find_secrets(long) == scan(long) != []
         assert scanned.count(long) == 2
 
@@ -471,26 +472,26 @@ def test_no_scanned_text_outlives_its_block(monkeypatch):
     """The texts scanned are the ones that may hold a secret: outside a dream's batch or finalize nothing keeps
     them, and the memo a block made is gone when it ends (also after an error)."""
     scanned = []
-    scan = risk._scan
-    monkeypatch.setattr(risk, "_scan", lambda text: scanned.append(text) or scan(text))
+    scan = secret_scan._scan
+    monkeypatch.setattr(secret_scan, "_scan", lambda text: scanned.append(text) or scan(text))
     text = "password: hunter2hunter2 for the deploy"
     assert risk.find_secrets(text) == risk.find_secrets(text) != []
     assert scanned.count(text) == 2
     with pytest.raises(RuntimeError), risk.scan_memo():
         risk.find_secrets(text)
-        assert risk._memo.get() == {text: tuple(scan(text))}
+        assert secret_scan._memo.get() == {text: tuple(scan(text))}
         raise RuntimeError
-    assert risk._memo.get() is None
+    assert secret_scan._memo.get() is None
     risk.find_secrets(text)
     assert scanned.count(text) == 4
 
 
 def test_the_memo_is_bounded(monkeypatch):
-    monkeypatch.setattr(risk, "SCAN_CACHE", 3)
+    monkeypatch.setattr(secret_scan, "SCAN_CACHE", 3)
     with risk.scan_memo():
         for i in range(10):
             risk.find_secrets(f"text number {i}")
-            assert len(risk._memo.get()) <= 3
+            assert len(secret_scan._memo.get()) <= 3
 
 
 def test_a_dream_batch_and_finalize_scan_inside_a_memo():
@@ -500,11 +501,11 @@ def test_a_dream_batch_and_finalize_scan_inside_a_memo():
     seen = []
 
     def record(*args):
-        seen.append(risk._memo.get())
+        seen.append(secret_scan._memo.get())
 
     with mock.patch.object(steps, "run_info", record):
         steps.analyze_batch(1, [])
     with mock.patch.object(finalizing, "_finalize_steps", lambda *args: record() or {}):
         finalizing._finalize(1, 1)
     assert seen == [{}, {}] and seen[0] is not seen[1]
-    assert risk._memo.get() is None
+    assert secret_scan._memo.get() is None

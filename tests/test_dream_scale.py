@@ -15,11 +15,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from dreamweb import rls
+from dreamweb import rls, secret_scan
 from memory.models import AgentSession
 from memory.sessions import store_batch, validate_session
 from reviews.analysis import aggregate as aggregate_mod
-from reviews.analysis import risk
 from reviews.analysis.findings import ProposalDraft
 from reviews.dreams import evidence_rows, finalizing, run_findings, steps
 from reviews.dreams import spill as spill_mod
@@ -412,7 +411,7 @@ def _held_after_aggregating(slug: str, count: int) -> dict[str, int]:
         return real_skills(*args, **kwargs)
 
     # The secret scan's memo keeps up to 8,192 texts whatever the run's size: bounded, not held per finding.
-    _finalize_traced(run, aggregate, skill_proposals, mock.patch.object(risk, "SCAN_CACHE_CHARS", 0))
+    _finalize_traced(run, aggregate, skill_proposals, mock.patch.object(secret_scan, "SCAN_CACHE_CHARS", 0))
     with rls.team_scope(team):
         assert ProposalEvidence.objects.filter(proposal__run=run).count() == count  # a row per session, stored
     return seen
@@ -470,7 +469,10 @@ def _held_between_patterns(slug: str, count: int) -> dict[str, int]:
         seen["skills"] = tracemalloc.get_traced_memory()[0]
         return real_skills(*args, **kwargs)
 
-    patches = [mock.patch.object(risk, "SCAN_CACHE_CHARS", 0), mock.patch.object(aggregate_mod, "_drafting", drafting)]
+    patches = [
+        mock.patch.object(secret_scan, "SCAN_CACHE_CHARS", 0),
+        mock.patch.object(aggregate_mod, "_drafting", drafting),
+    ]
     _finalize_traced(run, aggregate_mod.aggregate, skill_proposals, *patches)
     with rls.team_scope(team):
         assert ProposalEvidence.objects.filter(proposal__run=run).count() == count  # a row per session, stored

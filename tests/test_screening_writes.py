@@ -108,3 +108,32 @@ def test_poisoned_notes_and_tool_output_are_quarantined_in_every_mode(
     assert not MemoryEntry.objects.filter(store=world.store_a).exists()
     text = _context(writer)
     assert all(marker not in text for marker in ("evil.example", "x.example", "pkg-mirror", "svg", "1gn0r3"))
+
+
+# One of each kind the secret detector knows (dreamweb.secret_scan), in the sentences an agent would write them in.
+SECRETS_IN_BAND = [
+    "Deploy uploads with AWS key AKIAZ7QX3LMNB4TRE9WK and its secret q8Hk2LmZ0pXr7TvB1nC4yW9dF6gJ3sA5eR2uI0oP.",
+    "CI reads the registry with ghp_Zx8Kq2Lm9Rt4Vb7Np1Wc5Yd3Hf6Js0Ga2Ue",
+    "The staging database is postgres://app:Wq7!zR2mK9@db.internal:5432/app",
+    "Call the API with Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZ2VudCJ9.c2lnbmF0dXJlMTIz",
+    "Set DB_PASSWORD=Hx4mPq9ZrT2v in .env.staging before running migrations.",
+    "Das Passwort für staging lautet Zq8#vT2!mK9pW4xL.",
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----",
+    "Slack alerts post with xoxb-2048-4096-Zq8vT2mK9pW4xLr7",
+]
+
+
+@pytest.mark.parametrize("text", SECRETS_IN_BAND)
+def test_a_secret_written_in_band_is_refused_and_never_served(world, writer, text):
+    created = writer.post("/api/v1/stores/eng/entries/", {"key": "with-secret", "content": text})
+    assert created.status_code == 409 and created.json()["code"] == "screened", (text, created.json())
+    assert any("secret" in r for r in created.json()["reasons"])
+    assert not MemoryEntry.objects.filter(store=world.store_a).exists()
+    # ... and an update that brings one in is refused the same way, the entry left as it was.
+    clean = writer.post("/api/v1/stores/eng/entries/", {"key": "clean", "content": "Deploy with make release."})
+    assert clean.status_code == 201
+    changed = writer.patch(
+        "/api/v1/stores/eng/entries/clean/", {"content": text}, headers={"If-Match": clean.headers["ETag"]}
+    )
+    assert changed.status_code == 409 and changed.json()["code"] == "screened"
+    assert MemoryEntry.objects.get(store=world.store_a, key="clean").content == "Deploy with make release."

@@ -12,7 +12,8 @@ import re
 import zlib
 from functools import lru_cache
 
-URL_RE = re.compile(r"\b(?:https?|ftp|s3|gs)://[^\s'\"`<>()\[\]{}]+", re.I)
+from dreamweb.secret_scan import URL_RE  # noqa: F401 - one definition of a URL
+
 HOST_RE = re.compile(r"\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:[a-z]{2,24})\b", re.I)
 UUID_RE = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 HEX_RE = re.compile(r"\b(?:0x)?[0-9a-f]{7,}\b", re.I)

@@ -1,0 +1,437 @@
+"""Secret detection and redaction: well-known credential shapes, credentials assigned to names that say so,
+credentials in URLs, command lines and configuration files, and long random tokens near a credential word.
+
+Pure functions, no Django. Everything that may carry an agent's text towards memory or a model uses them: the
+memory service refuses an agent's in-band write that holds a secret, the dream's risk rules
+(reviews.analysis.risk) mark and redact proposals, the analysers redact what they send to a model.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+# A URL as the text analysis reads one (reviews.analysis.normalize takes it from here).
+URL_RE = re.compile(r"\b(?:https?|ftp|s3|gs)://[^\s'\"`<>()\[\]{}]+", re.I)
+
+REDACTED = "[REDACTED]"
+
+# Well-known credential shapes. Each pattern matches the secret itself (group 0), so it can be replaced.
+SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
+    ("private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)")),
+    ("Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,}\b")),
+    ("OpenAI-style key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}\b")),
+    ("GitHub token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b")),
+    ("GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{16,}\b")),
+    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}\b")),
+    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b")),
+    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
+    # `scheme://user:password@host`, the user possibly empty (`redis://:password@cache`), the password possibly holding
+    # an unencoded `@` (it runs to the last `@` before the host).
+    ("URL credentials", re.compile(r"(?<=://)[^\s/:@]*:[^\s/]+(?=@[^\s@/]+(?:[:/?#'\"`)\]]|\s|$))")),
+    # A key as the URL's user name with no password (a Sentry DSN `https://<key>@o1.ingest.sentry.io/5`): a run of
+    # 16 or more letters and digits before the `@`, with a digit in it; `git@`, `deploy@` are names.
+    ("URL credentials", re.compile(r"(?<=://)(?=[^\s/:@]*\d)[A-Za-z0-9_-]{16,}(?=@)")),
+    # Vendor tokens known by their prefix (Slack app/config tokens, SendGrid, npm, PyPI, Hugging Face, Shopify,
+    # DigitalOcean, Stripe webhook signing secrets, GitLab deploy/runner tokens, Mailgun, Twilio API keys, Telegram
+    # bot tokens, Azure connection strings).
+    (
+        "vendor token",
+        re.compile(
+            r"\b(?:xox[a-z]-|xapp-|xoxe\.xox[a-z]-)[A-Za-z0-9-]{8,}|\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|"
+            r"\b(?:npm|hf|shpat|shpss|shpca|shppa|whsec|dop_v1|doo_v1|dor_v1|gldt|glrt|glptt|glsoat|sk_live|"
+            r"rk_live)_[A-Za-z0-9_-]{16,}|\bpypi-AgE[A-Za-z0-9_-]{16,}|\bkey-[0-9a-z]{32}\b|\bSK[0-9a-f]{32}\b|"
+            r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,}|(?i:\b(?:Account|SharedAccess)Key=)[A-Za-z0-9+/=]{16,}|"
+            # Sentry, Supabase, Linear, Postman; Databricks; Vault; Doppler; a Discord bot token (id.timestamp.hmac)
+            r"\b(?:sntry[su]_|sbp_|lin_api_|PMAK-)[A-Za-z0-9_-]{20,}|\bdapi[0-9a-f]{32}\b|\bhv[sbr]\.[A-Za-z0-9_-]{20,}|"
+            r"\bdp\.(?:st|pt|sa|ct|scim|audit)\.(?:[a-z0-9_-]+\.)?[A-Za-z0-9]{20,}|"
+            r"\b[MN][A-Za-z0-9]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}"
+        ),
+    ),
+    # `Authorization: Bearer <token>`, `Basic <base64>`: the credential after the scheme word.
+    ("HTTP credentials", re.compile(r"(?<=\bBearer )[A-Za-z0-9._~+/=-]{8,}|(?<=\bBasic )[A-Za-z0-9+/=]{12,}")),
+]
+# A URL that is itself a credential: whoever has it may post (Slack, Discord, Teams, Google Chat, Zapier, IFTTT,
+# Mattermost and any `/hooks/` or `/webhook` endpoint, a Telegram bot URL). Its host stays; everything after it goes.
+WEBHOOK_URL = re.compile(
+    r"(?i)(?:\bhttps?://(?:[\w-]+\.)*(?:[\w-]*(?:hooks?|webhook)[\w-]*\.[\w.-]+|discord(?:app)?\.com|"
+    r"chat\.googleapis\.com|maker\.ifttt\.com|api\.telegram\.org)(?::\d+)?|"
+    r"\b(?:hooks\.slack\.com|hooks\.zapier\.com|[\w-]+\.webhook\.office\.com|maker\.ifttt\.com|"
+    r"chat\.googleapis\.com|api\.telegram\.org|discord(?:app)?\.com(?=/api/webhooks))|"
+    # any other host, when the path has a hooks/webhook segment followed by an id (digits in it) or a bot token
+    r"\bhttps?://[\w.-]+(?::\d+)?(?=/(?:[^\s'\"`<>/]+/)*(?:(?:hooks?|webhooks?|webhookb2)/[\w-]*\d[\w-]{7,}|"
+    r"bot\d+:)))"
+    r"/(?P<path>[^\s'\"`<>()\[\]{}]+)"
+)
+# `?token=…&sig=…`: a query parameter named as a credential (pre-signed URLs, API keys in links).
+URL_SECRET_PARAM = re.compile(
+    r"(?i)[?&;](?:[\w.-]*(?:token|secret|passw(?:or)?d|api[_-]?key|apikey|access[_-]?key|signature|credential|"
+    r"auth)[\w.-]*|key|sig|code|private[_-]?token)=(?P<value>[^\s&#'\"`<>]{6,})"
+)
+# `…/token/<value>`, `…/key/<value>`: a path segment named as a credential, and the value after it.
+URL_SECRET_SEGMENT = re.compile(
+    r"(?i)(?<=[\w.-]/)(?:token|key|apikey|api[_-]?key|secret|access[_-]?token)/(?P<value>[A-Za-z0-9_+=.-]{12,})"
+)
+# A path segment of a URL that mixes lower case, upper case and digits at length: a capability token in the link.
+URL_RANDOM_SEGMENT = re.compile(r"(?<=/)[A-Za-z0-9_-]{20,}(?=[/?#\s'\"`<>)\]]|$)")
+# Credentials known by where they stand; the group "value" is the secret.
+POSITIONAL_SECRETS: list[tuple[str, re.Pattern]] = [
+    # A libpq password file line (`host:port:database:user:password`): the password at its end.
+    (
+        "password file line",
+        re.compile(r"(?<![\w./:-])[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.*-]+:(?P<value>[^\s:'\"`]{4,})"),
+    ),
+    # A password given to a command: after its option (`--password X`, `--passwd=X`, `sshpass -p X`, mysql's
+    # `-pX`) or after the user name of steamcmd's `+login user X`.
+    (
+        "command-line password",
+        re.compile(
+            r"(?i)(?:--pass(?:word|wd)?[ =]|\bsshpass\s+-p\s*|\bmysql(?:dump|admin)?\b[^\n|;]*?\s-p|\+login\s+\S+\s+)"
+            r"['\"]?(?P<value>[^\s'\"`-][^\s'\"`]{3,})"
+        ),
+    ),
+    # `curl -u user:password`, `wget --user=user:password`, `--user deploy:pw`: the part after the colon.
+    (
+        "command-line password",
+        re.compile(r"(?:\s-u\s*|--user[ =])['\"]?[^\s:'\"`]+:(?P<value>[^\s'\"`]{3,})"),
+    ),
+    # The short password options of the tools that take one: a registry login (`docker login -p X`, podman, helm,
+    # nerdctl, buildah, skopeo), `redis-cli -a X`, the LDAP tools' `-w X`, SQL Server's `sqlcmd`/`bcp`/`osql -P X`,
+    # and `htpasswd -b FILE USER X`.
+    (
+        "command-line password",
+        re.compile(
+            r"(?:\b(?:docker|podman|nerdctl|buildah|skopeo|helm(?:\s+registry)?)\s+login\b[^\n|;]*?\s-p\s+|"
+            r"\bredis-cli\b[^\n|;]*?\s-a\s+|\bldap\w*\b[^\n|;]*?\s-w\s+|\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;]*?\s-P\s*|"
+            r"\bhtpasswd\s+(?=(?:[^\n|;]*\s)?-\w*b)(?:-\w+\s+)*[^\s-]\S*\s+\S+\s+)"
+            r"['\"]?(?P<value>[^\s'\"`-][^\s'\"`]{3,})"
+        ),
+    ),
+    # A `.netrc` line: `machine HOST login USER password X`.
+    ("netrc password", re.compile(r"\bmachine\s+\S+\s+(?:login\s+\S+\s+)?password\s+(?P<value>\S{3,})")),
+    # XML: an element named for a credential (`<password>X</password>`), and an `<add key="…Password" value="X"/>`.
+    (
+        "credential",
+        re.compile(
+            r"(?i)<(?P<tag>[\w:.-]*(?:password|passwd|secret|token|api[_-]?key)[\w:.-]*)>(?P<value>[^<\s]{4,})</(?P=tag)>"
+        ),
+    ),
+    (
+        "credential",
+        re.compile(
+            r"(?i)\bkey=\"[^\"]*(?:password|passwd|secret|token|api[_-]?key)[^\"]*\"\s+value=\"(?P<value>[^\"]{4,})\""
+        ),
+    ),
+    # PowerShell's plain-text password to a SecureString.
+    ("credential", re.compile(r"(?i)\bConvertTo-SecureString\s+(?:-String\s+)?['\"](?P<value>[^'\"]{4,})['\"]")),
+]
+# A cookie whose name says it holds a session or a credential (`sessionid=…`, `_gitlab_session=…`, `csrftoken=…`), on
+# a line about cookies (`Cookie:`, `Set-Cookie:`, `curl -b`, `--cookie`).
+COOKIE_LINE = re.compile(r"(?i)\bcookie\b|\s-b\s|--cookie\b")
+SESSION_COOKIE = re.compile(
+    r"(?i)(?<![\w.-])[\w.-]*(?:sess|sid|auth|token|csrf|jwt|remember)[\w.-]*="
+    # a token's characters only, to its end (not `test-session-$(date +%s)`, not `<your_session_secret>`)
+    r"(?P<value>(?=[^\s;'\",&]*\d)(?=[^\s;'\",&]*[A-Za-z])[A-Za-z0-9%._~+/=-]{16,})(?=[\s;'\",&]|$)"
+)
+# `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
+ASSIGNED_SECRET = re.compile(
+    r"(?i)(?:(?<![a-z])(?P<word>password|passwd|pass|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|"
+    r"senha|wachtwoord|l[öo]senord|salasana|has[łl]o|пароль|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|dsn|"
+    r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)"
+    # ... or the end of a longer name (`dbPassword`, `PGPASSWORD`, `authToken`, `clientSecret`): only the long words
+    r"|(?<=[a-z0-9])(?P<glued>password|passwd|passphrase|secret|token|apikey)"
+    # ... or a key named for what it protects (`SECRET_KEY`, `ENCRYPTION_KEY`, `LICENSE_KEY`, `secret_key_base`)
+    r"|(?<![a-z])(?P<named>(?:secret|encryption|signing|license|master|private|session|app|client)[_ -]?key"
+    r"(?:[_ -]?base)?))\b"
+    # a key in quotes (`"password": "…"`, `'password' => '…'`, `\"password\":\"…\"` in a logged JSON string)
+    r"(?:\\?['\"])?"
+    # "the secret for the smoke bucket is X": a short qualifier between the word and its value
+    r"(?:\s+(?:for|of|to|on|in)\s+[\w .-]{1,40}?)?"
+    r"(?:\s+(?:is|was|ist|es|est|é|är|jest)\b|\s+(?:=>|[=:])|\s*(?:=>|[:=]))"
+    # a quoted value is taken whole, spaces and punctuation included (`"correct horse battery staple"`)
+    r"\s*(?:\\?(?P<quote>['\"`])(?P<quoted>[^'\"`\\\n]{4,200})\\?(?P=quote)|\\?['\"`]?(?P<value>[^\s'\"`,;\\]{6,}))"
+)
+# A value after a credential name that is no secret: a reference to one (`${DB_PASSWORD}`, `$TOKEN`, `%NPM_TOKEN%`,
+# `os.environ["X"]`, `process.env.X`, `settings.SECRET`), a placeholder (`<YOUR_TOKEN>`, `********`,
+# `your-api-key-here`), a type (`str`, `Optional[str]`) or a path to a file that holds it.
+_NOT_A_VALUE = re.compile(
+    r"(?i)^(?:\$\{?\{?[\w.\s]+\}?\}?|%\w+%|[A-Za-z_][A-Za-z_]*\d?(?:\.[A-Za-z_][A-Za-z_]*\d?)+(?:[\[(].*)?|\w+[\[(].*|"
+    r"<[^>]*>?|[*x•.]{3,}|.*(?:your[_ -]?|[_-]here\b|placeholder|xxxx).*|(?:~|\.{1,2})?/\S*|[a-z]:\\\S*|!\w+|"
+    r"(?:optional\[)?(?:str|string|secretstr|bytes|int|none|null|true|false)\]?)$"
+)
+# Words that describe a credential rather than being it, as the last part of a hyphenated value ("the password is
+# case-sensitive", "the token is JWT-based").
+_DESCRIPTIVE_PART = re.compile(
+    r"(?i)-(?:based|encoded|hashed|sensitive|insensitive|protected|only|safe|specific|free)$"
+)
+LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{20,}(?![\w/.-])")
+# In a text that talks about credentials, a longish token mixing letters and digits is the credential.
+CREDENTIAL_WORDS = re.compile(
+    r"(?i)\b(?:key|token|secret|password|passwd|pwd|pw|passwort|credential|creds|api|auth|bearer|login|dsn)s?\b"
+)
+CONTEXT_TOKEN = re.compile(
+    r"(?<![\w/.@:-])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{12,}(?![\w/.@-])"
+)
+# ... and so is a shorter word that mixes letters, digits and punctuation like a typed password (`Tr0ub4dor&3`).
+PASSWORD_TOKEN = re.compile(
+    r"(?<![^\s'\"`(\[])(?=[^\s'\"`]*\d)(?=[^\s'\"`]*[A-Za-z])(?=[^\s'\"`]*[!#$%&*+?^~|])[^\s'\"`]{8,}"
+    r"(?<![.,;:!?)\]])"
+)
+# `admin/Gr4fana!2026`, `loader / S3cret99`: a user name, a slash and a password-looking word.
+USER_PASS = re.compile(r"(?<![\w/.-])[A-Za-z][\w.-]{0,31}\s?/\s?(?P<pw>[^\s/'\"`]{6,})")
+
+
+def _password_like(word: str) -> bool:
+    """Letters and digits, and a symbol or mixed case; not a file name or a dotted name."""
+    if len(word) < 6 or "." in word or not re.search(r"\d", word) or not re.search(r"[A-Za-z]", word):
+        return False
+    return bool(re.search(r"[!#$%&*+?^~@|]", word)) or (
+        bool(re.search(r"[A-Z]", word)) and bool(re.search(r"[a-z]", word))
+    )
+
+
+# An HTML character reference (`&#39;`, `&#x27;`, `&amp;`): markup's spelling of one character, not a password's.
+_CHAR_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,7});")
+
+
+def _strong_password(tok: str) -> bool:
+    # a slash: a path or a URL; brackets or `=`: code or a setting
+    if "/" in tok or re.fullmatch(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", tok) or re.search(r"[()=<>{}]", tok):
+        return False
+    tok = _CHAR_REFERENCE.sub("", tok)  # `O&#39;Reilly` is O'Reilly
+    return all(re.search(p, tok) for p in (r"[a-z]", r"[A-Z]", r"\d", r"[!#$%&*?^~@]"))
+
+
+# Values after "password is" that describe the password rather than being it.
+_DESCRIPTIVE = frozenset(
+    """stored kept saved managed rotated shared handled available located required needed missing set unset none empty
+    blank wrong correct invalid valid expired same different changed secret hidden masked there here now also not
+    never only from via with in at on the a an our your their this that its provided configured defined listed
+    documented known unknown inside elsewhere attached below above""".split()  # noqa: SIM905
+)
+_PASSWORD_WORDS = re.compile(
+    r"(?i)^(?:password|passwd|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord|"
+    r"l[öo]senord|salasana|has[łl]o|пароль)$"
+)
+
+
+# A hex digest (a commit id, a content hash) or a UUID, and the words that name one just before it.
+_HEX_OR_UUID = re.compile(r"[0-9a-f]{7,64}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_DIGEST_BEFORE = re.compile(
+    r"(?i)\b(?:commit|merge|branch|tag|ref|sha\d*|hash|digest|checksum|etag|ids?|uuid|guid|rev(?:ision)?|request|trace|"
+    r"span|build|version|object|blob|tree|record|md5|crc\d*)\b[\s:=#'\"`-]*"
+    # up to two words between, none of them a credential word (`wandb login <hex>` after "re-run" is a key)
+    r"(?:(?!(?:key|token|secret|passw(?:or)?d|pwd|pw|credentials?|creds|api|auth|bearer|login|dsn)s?\b)\S+\s+){0,2}$"
+)
+# Long base64 that is public by what stands before it or how it starts: a subresource-integrity or npm `integrity`
+# hash (`sha512-…`), a go.sum hash (`h1:…`), a data URL's payload (`;base64,…`), an SSH public key (`ssh-ed25519 AAAA…`,
+# the wire format's `AAAA` start), an image's own bytes (PNG, JPEG, GIF); and public object ids (Stripe's `pi_`, `evt_`,
+# `cus_`: their secret keys are `sk_`/`rk_`, caught by name).
+_PUBLIC_BEFORE = re.compile(r"(?:\bh1:|;base64,|\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-\S+@openssh\.com) )$")
+_PUBLIC_START = re.compile(
+    r"(?:sha(?:1|256|384|512)-|AAAA[BCE][0-9][A-Za-z]|iVBORw0KGgo|/9j/|R0lGOD|"
+    r"(?:pi|ch|cus|evt|in|sub|price|prod|req|txn|po|re|seti|src|card|ba|acct|cs|pm|ii|il|si|tr|py|prv|ipi)_[A-Za-z0-9]{14,}$)"
+)
+
+
+def _public_encoding(text: str, start: int, tok: str) -> bool:
+    return bool(_PUBLIC_START.match(tok) or _PUBLIC_BEFORE.search(text[max(0, start - 40) : start]))
+
+
+def _session_cookies(text: str) -> list[tuple[str, int, int]]:
+    """Session and credential cookies on the lines that speak of cookies (each line once, found by its keyword first:
+    no pattern scans a long line from every position)."""
+    spans, done = [], -1
+    for hit in COOKIE_LINE.finditer(text):
+        if hit.start() < done:
+            continue
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        done = end = len(text) if end < 0 else end
+        spans += [
+            ("session cookie", start + m.start("value"), start + m.end("value"))
+            for m in SESSION_COOKIE.finditer(text, start, end)
+        ]
+    return spans
+
+
+def _resource_name(value: str) -> bool:
+    """A hyphenated lower-case name whose every part holds a word (`basic-auth`, `oauth2-proxy`), not `abc-123-x9`."""
+    return bool(re.fullmatch(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+", value)) and all(
+        re.search(r"[a-z]{3}", part) for part in value.split("-")
+    )
+
+
+def _entropy(s: str) -> float:
+    counts = Counter(s)
+    return -sum(c / len(s) * math.log2(c / len(s)) for c in counts.values())
+
+
+def _looks_random(tok: str) -> bool:
+    """A long token with mixed character classes and high entropy: likely a key, not a word or a path."""
+    if tok.startswith(("http", "www")):
+        return False
+    classes = sum(bool(re.search(p, tok)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
+    if classes < 3 or _entropy(tok) < 3.8:
+        return False
+    # Words, CamelCase names and numbers joined by separators (`NODE_OPTIONS=--max-old-space-size=8192`,
+    # `X-Api-Version=2024-01`, `src/UserProfile2/index`) are settings or paths, not keys: a key has a part that mixes
+    # cases and digits at random (`wJalrXUtnFEMI/K7MDENG/...`).
+    parts = [p for p in re.split(r"[-_=+/.]+", tok) if p]
+    return not all(re.fullmatch(r"[a-z]+|[A-Z]+|(?:[A-Z]?[a-z]+)+\d*|\d+", p) for p in parts)
+
+
+def _url_secrets(text: str) -> list[tuple[str, int, int]]:
+    """Secrets carried by a URL: a webhook's whole path, a credential-named query value or path segment, and a
+    random-looking path segment (mixed case and digits; a hex commit id or a UUID is not one)."""
+    spans = [("webhook URL", m.start("path"), m.end("path")) for m in WEBHOOK_URL.finditer(text)]
+    spans += [("URL credential", m.start("value"), m.end("value")) for m in URL_SECRET_PARAM.finditer(text)]
+    spans += [("URL credential", m.start("value"), m.end("value")) for m in URL_SECRET_SEGMENT.finditer(text)]
+    if "/" in text:
+        for u in URL_RE.finditer(text):
+            for m in URL_RANDOM_SEGMENT.finditer(u.group(0)):
+                seg = m.group(0)
+                # words glued in CamelCase (`InstallingTheCLIOnLinux2024`) are a page name, not a token;
+                # _looks_random asks for lower case, upper case and digits
+                wordy = sum(len(w) for w in re.findall(r"[a-z]{3,}", seg))
+                if wordy < 0.4 * len(seg) and _looks_random(seg):
+                    spans.append(("URL credential", u.start() + m.start(), u.start() + m.end()))
+    return spans
+
+
+# A dream scans the same texts again and again: assess() reads every evidence excerpt of a draft and redact_draft()
+# then reads them all again, and one pattern's excerpts and wording recur in many sessions (at 10,000 sessions
+# finalize made 11,700 scans, a fifth of its CPU). The scan is a pure function of the text, so inside scan_memo()
+# (a batch of the dream, its finalize) a text's spans are kept until the block ends. Only there: the texts scanned
+# are the ones that may hold a secret, and a process-wide cache would keep them in a long-lived web or worker
+# process. A text longer than SCAN_CACHE_CHARS (a transcript's line, a skill's body) is scanned each time, and the
+# memo starts again after SCAN_CACHE texts, so what it holds stays bounded.
+SCAN_CACHE = 8192
+SCAN_CACHE_CHARS = 1000
+_memo: ContextVar[dict[str, tuple] | None] = ContextVar("secret_scan_memo", default=None)
+
+
+@contextmanager
+def scan_memo():
+    """Keep each short text's secret spans until the block ends (nested blocks share the outer memo)."""
+    token = _memo.set({}) if _memo.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _memo.reset(token)
+
+
+def find_secrets(text: str) -> list[tuple[str, int, int]]:
+    """(what, start, end) of every secret-looking span in the text."""
+    if not text:
+        return []
+    memo = _memo.get()
+    if memo is None or len(text) > SCAN_CACHE_CHARS:
+        return _scan(text)
+    spans = memo.get(text)
+    if spans is None:
+        if len(memo) >= SCAN_CACHE:
+            memo.clear()
+        spans = memo[text] = tuple(_scan(text))
+    return list(spans)
+
+
+def _scan(text: str) -> list[tuple[str, int, int]]:
+    spans: list[tuple[str, int, int]] = []
+    for name, pat in SECRET_PATTERNS:
+        spans += [(name, m.start(), m.end()) for m in pat.finditer(text)]
+    spans += _url_secrets(text)
+    for name, pat in POSITIONAL_SECRETS:
+        spans += [(name, m.start("value"), m.end("value")) for m in pat.finditer(text)]
+    spans += _session_cookies(text)
+    for m in ASSIGNED_SECRET.finditer(text):
+        if m.group("quoted") is not None:
+            value = m.group("quoted").strip()
+            if len(value) >= 4 and not value.startswith(REDACTED) and not _NOT_A_VALUE.match(value):
+                spans.append(("credential", m.start("quoted"), m.end("quoted")))
+            continue
+        # read without the punctuation that ends its sentence ("the password is rotated."); the span keeps it
+        value = m.group("value").rstrip(".!?)")
+        if (
+            value.startswith(REDACTED)
+            or value.lower() in ("required", "needed", "missing")
+            or _NOT_A_VALUE.match(value)
+        ):
+            continue
+        if (m.group("glued") or m.group("named")) and value.isdigit():
+            continue  # `max_token=100000`: a count, not a credential
+        if _DESCRIPTIVE_PART.search(value):
+            continue
+        word = m.group("word") or m.group("glued") or m.group("named")
+        # `auth: oauth2-proxy`, `auth-secret: basic-auth`: the name of another resource, when every part is a word
+        if _resource_name(value) and not _PASSWORD_WORDS.match(word):
+            continue
+        # "the token is stored in vault" is not a secret: require a value that is not an ordinary word, except after
+        # a password word, where a plain word is the password ("the admin password is swordfish", "pw=swordfish")
+        # unless it only describes it ("the password is rotated monthly").
+        if (value.isalpha() and value.islower()) and (
+            not _PASSWORD_WORDS.match(word) or value in _DESCRIPTIVE or value.endswith(("ed", "ing", "ly"))
+        ):
+            continue
+        spans.append(("credential", m.start("value"), m.end("value")))
+    for m in LONG_TOKEN.finditer(text):
+        if _looks_random(m.group(0)) and not _public_encoding(text, m.start(), m.group(0)):
+            spans.append(("high-entropy token", m.start(), m.end()))
+    # Whatever the words around it: a word with upper and lower case, a digit and a symbol is a typed password
+    # (`Spring2026!Fernhill`, `support-admin / W1nter#Desk`), never a name, a path or an address.
+    for m in PASSWORD_TOKEN.finditer(text):
+        tok = m.group(0)
+        if _strong_password(tok):
+            spans.append(("credential", m.start(), m.end()))
+    if CREDENTIAL_WORDS.search(text):
+        for m in CONTEXT_TOKEN.finditer(text):
+            tok = m.group(0)
+            if re.fullmatch(r"[a-z]+(?:[-_][a-z0-9]+)*", tok) or _entropy(tok) < 3.0:
+                continue
+            # near a credential word, a digest or an id named so just before it is still no credential (`commit
+            # 3f2a9b7`, `request id <uuid>`; `staging key <hex>`, `login <hex>` stay one), nor is a name like
+            # `oauth2-proxy`
+            if _resource_name(tok) or (
+                _HEX_OR_UUID.fullmatch(tok) and _DIGEST_BEFORE.search(text[max(0, m.start() - 60) : m.start()])
+            ):
+                continue
+            spans.append(("credential", m.start(), m.end()))
+        for m in USER_PASS.finditer(text):
+            pw = m.group("pw").rstrip(".,;:!?)]")
+            if _password_like(pw):
+                spans.append(("credential", m.start("pw"), m.start("pw") + len(pw)))
+        for m in PASSWORD_TOKEN.finditer(text):
+            tok = m.group(0)
+            if "/" in tok or re.fullmatch(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", tok):
+                continue
+            spans.append(("credential", m.start(), m.end()))
+    return spans
+
+
+def has_secret(text: str) -> bool:
+    return bool(find_secrets(text))
+
+
+def redact(text: str | None) -> str | None:
+    """The text with every secret-looking span replaced by [REDACTED]."""
+    if not text:
+        return text
+    spans = sorted(find_secrets(text), key=lambda s: (s[1], -s[2]))
+    out, pos = [], 0
+    for _, start, end in spans:
+        if start < pos:  # overlapping match already replaced
+            continue
+        out.append(text[pos:start])
+        out.append(REDACTED)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def secret_kinds(text: str) -> list[str]:
+    return sorted({name for name, _, _ in find_secrets(text)})
