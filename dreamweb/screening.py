@@ -133,6 +133,12 @@ class Views:
         return cls(text or "", plain, low, re.sub(r"\s+", "", low), decoded, markup.translate(_CONFUSABLES))
 
 
+def as_read(text: str) -> str:
+    """The text as a person reads it (entities and escapes decoded, NFKC, no invisible characters, look-alike
+    letters folded): two copies that differ only in such spellings read the same."""
+    return Views.of(text).plain
+
+
 # --- markup ---------------------------------------------------------------------------------------------------------
 
 _DANGEROUS_TAGS = (

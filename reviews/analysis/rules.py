@@ -21,6 +21,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from dreamweb import screening
+
 from . import normalize as nz
 from .findings import AnalysisResult, evidence, make_finding, plural, trim
 from .risk import INJECTION, REDACTED, has_secret, redact, secret_kinds
@@ -193,11 +195,17 @@ def _parse(
     return actions, messages, notes
 
 
+# Dreamweb's own rendering of served context (memory.context): a block's header, and a `## key` heading per entry.
+_BLOCK_HEADER = re.compile(r"^\s*#\s+(?:memory|skills\b.*)\s*$", re.I)
+_ENTRY_HEADING = re.compile(r"^\s*##\s+\S")
+
+
 class _Served:
-    """What Dreamweb served into the session: findings that only repeat it are not new evidence."""
+    """What Dreamweb served into the session: findings that only repeat it are not new evidence. Compared as read
+    (screening.as_read): a copy with zero-width or look-alike characters is still a copy."""
 
     def __init__(self, served):
-        self.texts = [nz.collapse(s).lower() for s in served or () if s]
+        self.texts = [nz.collapse(screening.as_read(s)).lower() for s in served or () if s]
         self.sets = [(nz.salient(s), nz.anchors(s)) for s in self.texts]
         # Mistakes made again although the served memory says the fix: no new evidence for that memory, but what
         # effectiveness counts (AnalysisResult.served_findings).
@@ -213,8 +221,40 @@ class _Served:
         )
 
     def covers(self, text: str) -> bool:
+        if not self.sets:
+            return False
+        text = nz.collapse(screening.as_read(text)).lower()
         sal, anc = nz.salient(text), nz.anchors(text)
         return any(anc <= s_anc and nz.containment(sal, s_sal) >= 0.7 for s_sal, s_anc in self.sets)
+
+    def unserved(self, text: str) -> list[str]:
+        """The note without what was served into the session: a copy of the served block, whole or in part (its
+        headers, each ``## key`` section whose text was served, the skills list) is no new evidence; each section
+        left (one added to a forged copy) is read as a note of its own, without the block's markup. Empty when
+        nothing is left; the text alone when it holds no copy."""
+        if self.covers(text):
+            return []
+        lines = text.splitlines()
+        if not self.sets and not (
+            ("#" in text or "\uff03" in text)  # no header without one (\uff03: a full-width #)
+            and any(_BLOCK_HEADER.match(screening.as_read(line)) for line in lines)
+        ):
+            return [text]
+        sections: list[list[str]] = [[]]
+        in_skills = False
+        for line in lines:
+            read = screening.as_read(line)
+            if _BLOCK_HEADER.match(read):
+                in_skills = "skills" in read.lower()
+                sections.append([])
+            elif _ENTRY_HEADING.match(read):
+                in_skills = False
+                sections.append([])
+            elif not in_skills:
+                sections[-1].append(line)
+        left = ["\n".join(s).strip() for s in sections]
+        left = [s for s in left if s and not self.covers(s)]
+        return [text] if len(left) == 1 and left[0] == text.strip() else left
 
 
 def _err_evidence(a: Action) -> dict:
@@ -1080,54 +1120,53 @@ def _cites(note: str, a: Action) -> bool:
 def _notes(notes, actions, served: _Served) -> list[dict]:
     out = []
     for idx, content, before in notes:
-        text = content.strip()
-        if not text:
+        whole = content.strip()
+        if not whole:
             continue
-        if has_secret(text):
-            clean = redact(text)
+        if has_secret(whole):
+            clean = redact(whole)
             out.append(
                 make_finding(
                     "secret",
                     "secret:"
-                    + ",".join(secret_kinds(text))
+                    + ",".join(secret_kinds(whole))
                     + "|"
                     + " ".join(sorted(nz.salient(clean.replace(REDACTED, " ")))),
-                    f"An agent saved a credential in-band ({', '.join(secret_kinds(text))}): {trim(clean, 160)}",
+                    f"An agent saved a credential in-band ({', '.join(secret_kinds(whole))}): {trim(clean, 160)}",
                     evidence=[evidence(idx, clean, "agent")],
                     confidence=0.9,
                 )
             )
             continue
-        if served.covers(text):
-            continue
-        src = _source_output(text, actions, before)
-        if src is None:
-            # Saved after a tool output addressed the agents: however it is worded, the note is no more trusted than
-            # that output (a paraphrased injection keeps no words of the page).
-            src = next((x for x in reversed(actions[:before]) if x.output and INJECTION.search(x.output)), None)
-        ev = [evidence(idx, text, src.result_trust if src else "agent")]
-        if src is not None:
-            hit = next(iter(sorted(nz.anchors(text) & nz.anchors(src.output))), "") or next(
-                (c for c in sorted(_code_tokens(text)) if c in src.output), ""
-            )
-            ev.append(
-                evidence(
-                    src.result_index or src.call_index,
-                    _line_with(src.output, hit) if hit else src.output,
-                    src.result_trust,
+        for text in served.unserved(whole):
+            src = _source_output(text, actions, before)
+            if src is None:
+                # Saved after a tool output addressed the agents: however it is worded, the note is no more trusted than
+                # that output (a paraphrased injection keeps no words of the page).
+                src = next((x for x in reversed(actions[:before]) if x.output and INJECTION.search(x.output)), None)
+            ev = [evidence(idx, text, src.result_trust if src else "agent")]
+            if src is not None:
+                hit = next(iter(sorted(nz.anchors(text) & nz.anchors(src.output))), "") or next(
+                    (c for c in sorted(_code_tokens(text)) if c in src.output), ""
+                )
+                ev.append(
+                    evidence(
+                        src.result_index or src.call_index,
+                        _line_with(src.output, hit) if hit else src.output,
+                        src.result_trust,
+                    )
+                )
+            anc, sal = nz.anchors(text), nz.salient(text)
+            out.append(
+                make_finding(
+                    "note",
+                    "note:" + " ".join(sorted(anc)) + "|" + " ".join(sorted(sal)),
+                    trim(text, 500),
+                    evidence=ev,
+                    confidence=0.6,
+                    source_url=(nz.urls(src.arg) or [src.text])[0] if src is not None else None,
                 )
             )
-        anc, sal = nz.anchors(text), nz.salient(text)
-        out.append(
-            make_finding(
-                "note",
-                "note:" + " ".join(sorted(anc)) + "|" + " ".join(sorted(sal)),
-                trim(text, 500),
-                evidence=ev,
-                confidence=0.6,
-                source_url=(nz.urls(src.arg) or [src.text])[0] if src is not None else None,
-            )
-        )
     return out
 
 
