@@ -85,6 +85,7 @@ class Ratings:
     up: int = 0
     down: int = 0
     mean: float = 0.0
+    raters: int = 0  # distinct credentials (agent keys and people) that rated: one key's ten ratings are one rater
 
 
 @dataclass
@@ -233,9 +234,17 @@ def ratings_by_entry(store: MemoryStore, entry_ids: Iterable[int] | None = None)
     rows = (
         rows.order_by()
         .values("entry_id")
-        .annotate(n=Count("id"), up=Count("id", filter=Q(score__gt=0)), down=Count("id", filter=Q(score__lt=0)))
+        .annotate(
+            n=Count("id"),
+            up=Count("id", filter=Q(score__gt=0)),
+            down=Count("id", filter=Q(score__lt=0)),
+            keys=Count("agent_key", distinct=True),
+            people=Count("user", distinct=True),
+        )
     )
-    return {r["entry_id"]: Ratings(count=r["n"], up=r["up"], down=r["down"]) for r in rows}
+    return {
+        r["entry_id"]: Ratings(count=r["n"], up=r["up"], down=r["down"], raters=r["keys"] + r["people"]) for r in rows
+    }
 
 
 def live_since(store: MemoryStore, entry_ids: Iterable[int] | None = None) -> dict[int, datetime]:

@@ -16,6 +16,7 @@ from memory.services import apply_change, set_store_agents, validate_key
 from skills_registry.models import Skill
 from skills_registry.services import apply_skill_change
 
+from .analysis.forgetting import RATED_DOWN
 from .models import AutonomyPolicy, PolicyChange, PolicyMode, Proposal, ProposalStatus, Risk, TargetKind
 
 # The longest reason a decision keeps; a longer one is refused with a message and nothing is decided.
@@ -288,7 +289,8 @@ def policy_allows(proposal: Proposal, policy) -> bool:
 
     Skills are promoted by people (never auto-applied); high risk is never auto-applied; below the policy's
     confidence floor nothing is, nor anything that sessions of fewer distinct sources (credentials) than the policy's
-    ``min_sources`` support (a merge of existing entries has no sessions: the rule does not apply to it).
+    ``min_sources`` support (a merge of existing entries has no sessions: the rule does not apply to it), nor a
+    removal for ratings given by fewer distinct raters than that.
     """
     if policy is None or proposal.target_kind == TargetKind.SKILL or proposal.risk == Risk.HIGH:
         return False
@@ -296,6 +298,8 @@ def policy_allows(proposal: Proposal, policy) -> bool:
         return False
     if proposal.prevalence_sessions and proposal.prevalence_sources < policy.min_sources:
         return False  # what fewer credentials than the policy asks for pushed waits for a person
+    if proposal.kind == RATED_DOWN and proposal.prevalence_sources < policy.min_sources:
+        return False  # rated down by fewer credentials than that: the same rule, ratings being its support
     if policy.mode == PolicyMode.AUTO_LOW_RISK:
         return proposal.risk == Risk.LOW
     return policy.mode == PolicyMode.AUTONOMOUS

@@ -153,3 +153,47 @@ def test_rated_down_and_no_effect_entries_are_proposed_with_their_evidence(db):
     assert "recurred in 2 of 4 sessions served it, against 2 of 4 not served it" in d2.rationale
     assert len(d2.evidence) == 2 and d2.prevalence_sessions == 2
     assert {e["excerpt"] for e in d2.evidence} == {"make deploy"}
+
+
+def _rated_down_store(raters):
+    """An entry rated down by each of ``raters`` (an agent key or a person: how many times each), and a policy that
+    lets removals apply by themselves from two sources on."""
+    from django.contrib.auth import get_user_model
+
+    from dreamweb.models import AgentKey
+    from memory.feedback import record_feedback
+
+    store = StoreFactory()
+    entry = make_entry(store, key="deploy-cmd", content="Deploy with make release.")
+    for i, times in enumerate(raters):
+        if i % 2 == 0:
+            who = {"agent_key": AgentKey.generate(team=store.team, name=f"rater-{i}")[0]}
+        else:
+            who = {"user": get_user_model().objects.create(username=f"person-{store.pk}-{i}")}
+        for n in range(times):
+            record_feedback(entry, helpful=False, source=f"claimed-{i}-{n}", **who)
+    ingest(store.team, [session_doc("n-1", noise(1))])
+    AutonomyPolicy.objects.create(
+        team=store.team, store=store, mode=PolicyMode.AUTONOMOUS, removal_risk="low", min_confidence_auto=0
+    )
+    return store, entry
+
+
+@pytest.mark.parametrize("raters", [(10,), (2, 0), (0, 7)])  # one key ten times, or twice; one person
+def test_one_credentials_ratings_never_archive_an_entry_by_themselves(db, cycle, raters):
+    store, entry = _rated_down_store(raters)
+    run = cycle(store)
+    p = Proposal.objects.get(run=run, operation="remove")
+    assert p.kind == RATED_DOWN and p.prevalence_sources == 1 and "by 1 rater." in p.rationale
+    assert p.status == ProposalStatus.PENDING  # a reviewer decides
+    assert MemoryEntry.objects.get(pk=entry.pk).status == EntryStatus.ACTIVE
+
+
+@pytest.mark.parametrize("raters", [(1, 1), (3, 0, 2)])  # a key and a person; two keys
+def test_ratings_of_as_many_credentials_as_the_policy_asks_for_archive_by_policy(db, cycle, raters):
+    store, entry = _rated_down_store(raters)
+    run = cycle(store)
+    p = Proposal.objects.get(run=run, operation="remove")
+    assert p.prevalence_sources == 2 and "by 2 raters." in p.rationale
+    assert p.status == ProposalStatus.APPLIED
+    assert MemoryEntry.objects.get(pk=entry.pk).status == EntryStatus.ARCHIVED

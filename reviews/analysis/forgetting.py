@@ -40,7 +40,8 @@ def reasons(e, *, now: datetime, unused_days: int) -> list[tuple[str, str]]:
             (
                 RATED_DOWN,
                 f"Rated down: mean {e.ratings.mean:+.2f} from {e.ratings.count} ratings "
-                f"({e.ratings.up} up, {e.ratings.down} down).",
+                f"({e.ratings.up} up, {e.ratings.down} down) by {e.ratings.raters} "
+                f"{'rater' if e.ratings.raters == 1 else 'raters'}.",
             )
         )
     if e.verdict == NO_EFFECT:
@@ -114,6 +115,9 @@ def removal_drafts(
                 kind=kind,
                 rationale=rationale,
                 prevalence_sessions=len({r["session_id"] for r in evidence}),
+                # Ratings are a rated-down removal's support: the policy's min_sources counts their raters
+                # (reviews.services.policy_allows), so one credential's ratings never archive an entry by themselves.
+                prevalence_sources=e.ratings.raters if kind == RATED_DOWN else 0,
                 prevalence_of=max(0, int(sessions_analysed)),
                 confidence=confidence,
                 risk=risk,

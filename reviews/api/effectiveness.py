@@ -36,6 +36,7 @@ class EffectRatingsSerializer(serializers.Serializer):
     up = serializers.IntegerField()
     down = serializers.IntegerField()
     mean = serializers.FloatField(help_text="Mean feedback in [-1, 1].")
+    raters = serializers.IntegerField(help_text="Distinct credentials (agent keys and people) that rated.")
 
 
 class EffectScopeSerializer(serializers.Serializer):
