@@ -364,6 +364,8 @@ class Cluster:
     sessions: Sequence[int]  # indices of its sessions among those with findings, ascending
     # Its findings in its buckets' order, each bucket's in the sessions' order: only while it is drafted.
     items: list[tuple[int, dict]] | None = None
+    # Each of its sessions' source (the credential that pushed it), by session index: only while it is drafted.
+    sources: dict[int, str] | None = None
 
     @property
     def leader(self) -> Bucket:
@@ -415,6 +417,7 @@ def _drafting(c: Cluster, findings: Findings) -> dict[int, SessionFindings]:
     for b in c.buckets:
         b.items = wanted[(b.family, b.key)]
     c.items = [it for b in c.buckets for it in b.items]
+    c.sources = {si: s.source_key for si, s in sessions.items()}
     return sessions
 
 
@@ -422,6 +425,7 @@ def _drafted(c: Cluster) -> None:
     for b in c.buckets:
         b.items = b.items[:1]  # the first finding: the isolated row and the leader's features read it
     c.items = None
+    c.sources = None
 
 
 def _most_common(texts: list[str]) -> str:
@@ -492,10 +496,19 @@ def _core_anchors(cluster: Cluster) -> frozenset:
     "port 8080") is context, not the fact. However many sessions repeat a wording, what only that wording says is
     its own detail when three wordings or more say the rest; and where a ticket or a run a note was learned on is
     named by one wording only ("Learned on LUM-2290: ...", "(ablation run 7731 showed ...)"), that is provenance,
-    never the fact."""
+    never the fact. Sessions are counted by source as well: where several credentials pushed the cluster's sessions,
+    a fact is what most of them state, so that one key repeating its own detail many times does not make it the
+    fact (a flood cannot choose the wording of a lesson others support)."""
     per_anchor: Counter = Counter()
-    for _, f in cluster.items:
-        per_anchor.update(nz.anchors(f.get("summary") or ""))
+    by_source: dict[str, set] = {}
+    for si, f in cluster.items:
+        anchors = nz.anchors(f.get("summary") or "")
+        per_anchor.update(anchors)
+        if cluster.sources is not None:
+            by_source.setdefault(cluster.sources.get(si, f"session:{si}"), set()).update(anchors)
+    if len(by_source) >= 2:
+        per_source: Counter = Counter(a for anchors in by_source.values() for a in anchors)
+        per_anchor = Counter({a: c for a, c in per_anchor.items() if per_source[a] * 2 > len(by_source)})
     total = len(cluster.items)
     wordings = {f.get("summary") or "" for _, f in cluster.items}
     per_wording: Counter = Counter(a for t in wordings for a in nz.anchors(t))
