@@ -24,8 +24,39 @@ LINE_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "com
 USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
 
 
+# The rollouts of 2025 before session_meta: a first line that is the meta itself ({id, timestamp, instructions,
+# git}), then the items unwrapped, with `{"record_type": "state"}` lines between them.
+OLDER_ITEMS = {
+    "message",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "web_search_call",
+    "reasoning",
+}
+
+
+def _older_meta(v) -> bool:
+    return (
+        isinstance(v, dict)
+        and "type" not in v
+        and "payload" not in v
+        and isinstance(v.get("id"), str)
+        and isinstance(v.get("timestamp"), str)
+        and ("instructions" in v or "git" in v)
+    )
+
+
+def _older_line(v) -> bool:
+    return isinstance(v, dict) and ("record_type" in v or v.get("type") in OLDER_ITEMS)
+
+
 def sniff(source: Source) -> bool:
     values = [v for v in source.head_values() if v is not None]
+    if values and _older_meta(values[0]):
+        return all(_older_line(v) for v in values[1:])
     return bool(values) and all(
         isinstance(v, dict) and v.get("type") in LINE_TYPES and isinstance(v.get("payload"), dict) for v in values
     )
@@ -125,14 +156,31 @@ class _Rollout(Items):
         )
 
 
+def _older(r: _Rollout, line: dict) -> None:
+    """A line of the older layout (OLDER_ITEMS): its meta line, or an item as a response_item's payload."""
+    ts = line.get("timestamp")
+    if _older_meta(line) and not r.meta:
+        r.meta = {k: line[k] for k in ("id", "timestamp", "git") if k in line}
+        r.t.touch(ts)
+        if isinstance(line.get("instructions"), str) and line["instructions"].strip():
+            r.t.say("system", line["instructions"], ts)
+    elif line.get("type") in OLDER_ITEMS:
+        r.t.touch(ts)
+        r.item(line, ts)
+
+
 def read(source: Source, options: Options) -> Iterator[Parsed]:
     r = _Rollout()
     for number, values, error in source.values():
         if error is not None:
-            yield Parsed(f"line {number}", notice=f"skipped, {error}")
-            continue
+            yield Parsed(f"line {number}", notice=f"skipped, {error}" if values is None else error)
+            if values is None:
+                continue
         for line in values or ():
-            if not isinstance(line, dict) or not isinstance(line.get("payload"), dict):
+            if not isinstance(line, dict):
+                continue
+            if not isinstance(line.get("payload"), dict):
+                _older(r, line)
                 continue
             p, ts = line["payload"], line.get("timestamp")
             r.t.touch(ts)

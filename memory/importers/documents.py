@@ -18,7 +18,7 @@ def documents(source: Source) -> Iterator[tuple[str, object, str | None]]:
             yield "file", None, str(exc)
         return
     for number, values, error in source.values():
-        if error is not None:
+        if values is None:
             yield f"line {number}", None, error
             continue
         for value in values or ():

@@ -19,6 +19,7 @@ _DRAIN_CHUNK = 1 << 16
 HEAD_LINES = 8
 HEAD_BYTES = 1 << 20
 _BLANK = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() strips
+_BOM = b"\xef\xbb\xbf"
 
 
 def read_lines(stream: BinaryIO, max_bytes: int, start: int = 0) -> Iterator[tuple[int, bytes | None, int]]:
@@ -33,6 +34,8 @@ def read_lines(stream: BinaryIO, max_bytes: int, start: int = 0) -> Iterator[tup
         if not chunk:
             return
         number += 1
+        if number == 1 and chunk.startswith(_BOM):
+            chunk = chunk[len(_BOM) :]  # a UTF-8 byte order mark (editors on Windows write one) is not content
         if chunk.endswith(b"\n") or len(chunk) < limit:
             yield number, chunk, len(chunk.rstrip(b"\r\n"))
             continue
@@ -140,10 +143,18 @@ class Source:
         return self._head_values
 
     def _parse(self, line: bytes) -> tuple[list | None, str | None]:
+        """(values, None), or (None, why the line is skipped), or (values, a notice): a line that is JSON but for a
+        few bytes that are not UTF-8 (a tool's output in Latin-1) is read with U+FFFD in their place, not lost."""
         try:
             values, hints = parse_values(line)
         except (ValueError, UnicodeDecodeError) as exc:
-            return None, json_error(exc)
+            bad = exc if isinstance(exc, UnicodeDecodeError) else exc.__cause__
+            if not isinstance(bad, UnicodeDecodeError):
+                return None, json_error(exc)
+            repaired, notice = self._parse(line.decode("utf-8", "replace").encode())
+            if repaired is None:
+                return None, json_error(exc)
+            return repaired, f"not valid UTF-8 at byte {bad.start}: read with U+FFFD in place of the bytes"
         if hints.strings:
             self._strings = True
         if hints.numbers:
