@@ -141,6 +141,27 @@ def _norm_num(n: str) -> str:
     return n
 
 
+# A time of day, as people write it: `15:00`, `9:30`, `3pm`, `3 p.m.`, `9:30am`, `15h30`. A `:` or `.` before it
+# (`file.py:12:34`, a version) makes it something else.
+_TIMES = re.compile(
+    r"(?<![\w.:])(?:(?P<h12>1[0-2]|0?[1-9])(?::(?P<m12>[0-5]\d))?\s?(?P<ap>[ap])\.?\s?m\.?(?!\w)"
+    r"|(?P<h24>[01]?\d|2[0-3])[:h](?P<m24>[0-5]\d)(?![\w:]))",
+    re.I,
+)
+
+
+def clock_times(text: str) -> set[str]:
+    """The times of day in a text, each as HH:MM on a 24-hour clock: "3pm CET" and "15:00 CET" state one fact."""
+    out = set()
+    for m in _TIMES.finditer(text or ""):
+        if m.group("ap"):
+            hour = int(m.group("h12")) % 12 + (12 if m.group("ap").lower() == "p" else 0)
+            out.add(f"{hour:02d}:{m.group('m12') or '00'}")
+        else:
+            out.add(f"{int(m.group('h24')):02d}:{m.group('m24')}")
+    return out
+
+
 @lru_cache(maxsize=65536)
 def anchors(text: str) -> frozenset[str]:
     """The concrete facts in a text: URLs, hosts, paths, numbers, identifiers that contain digits."""
@@ -149,6 +170,8 @@ def anchors(text: str) -> frozenset[str]:
     for u in urls(text):
         out.add(url_anchor(u))
     rest = URL_RE.sub(" ", text)
+    out.update(clock_times(rest))
+    rest = _TIMES.sub(" ", rest)
     for p in PATH_RE.findall(rest):
         p = p.strip(".")
         if "/" in p.strip("/") or "." in p:
@@ -368,6 +391,19 @@ def normalize_command(cmd: str) -> str:
     s = HEX_RE.sub(lambda m: "<hex>" if any(c.isdigit() for c in m.group(0)) else m.group(0), s)
     s = re.sub(r"\b\d{4,}\b", "<n>", s)
     return s
+
+
+def command_edit(old: str, new: str) -> tuple[str, str]:
+    """A correction of a command as what changed and what comes before it, without the words both commands end with
+    (the operands one session names: a service, a package, a branch), so that the same correction made on other
+    operands is one lesson: `docker-compose up -d redis` -> `docker compose up -d redis` is (`docker-compose`,
+    `docker compose`), whatever the service. Each side keeps one word at least (`pytest` -> `python -m pytest`
+    stays whole)."""
+    a, b = normalize_command(old).split(), normalize_command(new).split()
+    n = 0
+    while n < min(len(a), len(b)) - 1 and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return " ".join(a[: len(a) - n]), " ".join(b[: len(b) - n])
 
 
 _CHAIN = re.compile(r"\s*(?:&&|\|\||;)\s*")

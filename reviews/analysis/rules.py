@@ -652,9 +652,10 @@ def _same_lookup(a: Action, b: Action) -> bool:
 
 def _finding_corrected(a: Action, b: Action, err: str, sig: str) -> dict:
     old, new = a.text, b.text
+    changed_from, changed_to = nz.command_edit(old, new)
     return make_finding(
         "corrected_command",
-        f"cmd:{nz.normalize_command(old)}=>{nz.normalize_command(new)}",
+        f"cmd:{changed_from}=>{changed_to}",
         f"Use `{new}` instead of `{old}`: `{old}` fails with: {trim(err, 160)}",
         evidence=[evidence(a.call_index, old, "agent"), _err_evidence(a), evidence(b.call_index, new, "agent")],
         confidence=0.7,
@@ -922,11 +923,23 @@ def _target(a: Action) -> str:
     return a.arg.strip()
 
 
+def _bare(path: str) -> str:
+    return path[2:] if path.startswith("./") and len(path) > 2 else path
+
+
 def _opened(a: Action, b: Action, locs: list[str]) -> str | None:
     """The location of a's output that b then opened (read, searched in, ran), if any."""
     if b.failed or _missed(b):
         return None
-    hit = next((loc for loc in locs if loc in b.arg or b.arg.strip().lstrip("./") == loc.lstrip("./")), None)
+    # `grep -rn X .` prints `./backend/x.py`; the agent opens `backend/x.py` (or the other way round): one place.
+    hit = next(
+        (
+            _bare(loc)
+            for loc in locs
+            if loc in b.arg or _bare(loc) in b.arg or b.arg.strip().lstrip("./") == loc.lstrip("./")
+        ),
+        None,
+    )
     if hit is None and not b.shell:
         # A tool that opens things by id (`kb_get_article KB-0192`, `get_ticket 4821`): the id the search printed.
         arg = b.arg.strip()

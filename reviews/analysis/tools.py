@@ -9,7 +9,10 @@ import re
 # CLI's run_shell_command).
 SHELL_TOOLS = re.compile(
     r"^(?:bash|sh|zsh|shell|terminal|run|exec|execute|run_command|run_shell|command|cmd|exec_command|local_shell"
-    r"|run_shell_command|shell_command)$",
+    r"|run_shell_command|shell_command"
+    # other agents' names for it: Cursor's run_terminal_cmd, Cline's execute_command, Copilot's run_in_terminal...
+    r"|(?:run|exec|execute)_(?:terminal|shell|bash|in_terminal)(?:_(?:cmd|command))?|execute_command|run_in_terminal"
+    r"|(?:terminal|shell|bash)_(?:exec|execute|run|command|cmd))$",
     re.I,
 )
 # The arguments that say what a call does, most telling first (a command before a path before a query...).
