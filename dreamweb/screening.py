@@ -35,6 +35,10 @@ REASON_REMOTE_CODE = "Tells agents to download and run remote code."
 REASON_CREDENTIAL_READ = "Reads credential files or stores (SSH keys, .env, cloud credentials, keychains, tokens)."
 REASON_INJECTION = "Contains instructions addressed to AI agents (a prompt injection)."
 REASON_EXFILTRATION = "Tells agents to send credentials or data to a host."
+REASON_WEAKENS = (
+    "Turns a safeguard off (TLS certificate checks, file or system permissions, commit hooks, host key checks, the "
+    "history of a shared branch)."
+)
 REASON_HIDDEN_ORDER = (
     "Holds invisible controls that change the order text reads in (bidirectional overrides or isolates): what a "
     "person sees is not what an agent reads."
@@ -48,6 +52,7 @@ POISON_REASONS = (
     REASON_INJECTION,
     REASON_EXFILTRATION,
     REASON_HIDDEN_ORDER,
+    REASON_WEAKENS,
 )
 
 
@@ -426,6 +431,40 @@ EXFILTRATION = [
 ]
 
 
+# --- safeguards turned off -----------------------------------------------------------------------------------------
+
+# Whatever page or error message suggested it: a lesson that turns one of these off is a person's decision.
+WEAKENS = [
+    # TLS certificate checks.
+    re.compile(
+        r"\bhttp\.sslverify\s*=?\s*(?:false|0|no)\b|\bstrict[-_]ssl\s*=?\s*false\b|"
+        r"\bnode_tls_reject_unauthorized\s*=\s*['\"]?0|\bpythonhttpsverify\s*=\s*['\"]?0|"
+        r"\bgit_ssl_no_verify\s*=\s*['\"]?(?:1|true)|\bcurl_ca_bundle\s*=\s*(?:''|\"\")|"
+        r"--no-check-certificate\b|\bcurl\b[^\n|;&]*\s(?:-[a-z]*k[a-z]*|--insecure)\b|\binsecureskipverify\s*:\s*true\b|"
+        r"\brejectunauthorized\s*:\s*false\b|\bverify\s*=\s*false\b|--trusted-host\b|\bssl[-_]?verify\s*[:=]\s*false\b",
+        re.I,
+    ),
+    # Permissions thrown open, mandatory access control and firewalls off.
+    re.compile(
+        r"\bchmod\s+(?:-\w+\s+)*(?:0?777|0?666|a\+rwx|a\+w|o\+w|ugo\+rwx)\b|\bchmod\b[^\n;&|]*/var/run/docker\.sock|"
+        r"\bsetenforce\s+0\b|\bselinux\s*=\s*disabled\b|\bufw\s+disable\b|\biptables\s+-f\b",
+        re.I,
+    ),
+    # Commit hooks skipped, host keys not checked, a shared branch's history rewritten.
+    re.compile(
+        r"\bgit\s+(?:commit|push|merge|rebase)\b[^\n;&|]*--no-verify\b|\bstricthostkeychecking\s*[= ]\s*no\b|"
+        r"\buserknownhostsfile\s*[= ]\s*/dev/null\b|"
+        r"\bgit\s+push\b[^\n;&|]*(?:--force\b|\s-f\b)[^\n;&|]*\b(?:main|master|trunk|prod(?:uction)?|release)\b|"
+        r"\bgit\s+push\b[^\n;&|]*\+(?:main|master|trunk)\b",
+        re.I,
+    ),
+]
+
+
+def _weakens(v: Views) -> bool:
+    return any(p.search(v.plain) for p in WEAKENS)
+
+
 def _exfiltration(v: Views) -> bool:
     return any(p.search(v.plain) for p in EXFILTRATION)
 
@@ -598,6 +637,8 @@ def screen(text: str | None, *, allowed_hosts=()) -> list[str]:
         reasons.append(REASON_EXFILTRATION)
     if _injection(v):
         reasons.append(REASON_INJECTION)
+    if _weakens(v):
+        reasons.append(REASON_WEAKENS)
     if _BIDI_CONTROLS.search(_decode(v.raw)):
         reasons.append(REASON_HIDDEN_ORDER)
     unknown = unknown_hosts(v, allowed_hosts)

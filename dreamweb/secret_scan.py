@@ -435,3 +435,27 @@ def redact(text: str | None) -> str | None:
 
 def secret_kinds(text: str) -> list[str]:
     return sorted({name for name, _, _ in find_secrets(text)})
+
+
+def redact_value(value, key: str = ""):
+    """A JSON value with every secret replaced by [REDACTED], read with the names it is given under: a string is
+    redacted as text, and also whole when its key, or the name beside it (`{"name": "DB_PASSWORD", "value": ...}`),
+    makes it a credential (`{"password": "lanternfish42X"}`: the value alone reads as a word)."""
+    if isinstance(value, str):
+        if not value:
+            return value
+        if key and not has_secret(value) and has_secret(f'"{key}": "{value}"'):
+            return REDACTED
+        return redact(value)
+    if isinstance(value, dict):
+        name = next((value[k] for k in ("name", "key", "Name", "Key") if isinstance(value.get(k), str)), "")
+        out = {}
+        for k, v in value.items():
+            if name and k in ("value", "Value") and isinstance(v, str) and v and has_secret(f"{name}={v}"):
+                out[k] = REDACTED
+            else:
+                out[k] = redact_value(v, str(k))
+        return out
+    if isinstance(value, list):
+        return [redact_value(v, key) for v in value]
+    return value

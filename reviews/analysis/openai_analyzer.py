@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 
 from django.conf import settings
 
+from dreamweb.secret_scan import redact_value
+
 from .findings import AnalysisResult, evidence, lowest_trust, make_finding
 from .risk import redact
 from .structured_output import AnalyzerError, ContextTooLong, MalformedAnswer, complete_json
@@ -239,13 +241,7 @@ def render_transcript(events: Sequence[dict], budget: int, *, per_event: int = 2
 
 
 def _redact_value(value):
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redact_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_value(v) for v in value]
-    return value
+    return redact_value(value)  # keys and names included: dreamweb.secret_scan
 
 
 def redacted_document(doc: dict) -> dict:
