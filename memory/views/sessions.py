@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 
 from dreamweb.gates import get_for_user
 from dreamweb.input_guard import parse_int
+from dreamweb.secret_scan import redact, redact_value
 from dreamweb.views import current_team_or_404
 
 from ..models import NEWEST, AgentSession, ContextServe, MemoryEntry, MemoryVersion
@@ -60,12 +61,15 @@ class BoundedPaginator(Paginator):
 
 
 def _text(value) -> str:
+    """An event's field as shown: its secrets replaced by [REDACTED] (dreamweb.secret_scan; a JSON value read with its
+    keys, so `{"password": "..."}` is caught too). The stored transcript is unchanged; evidence excerpts are stored
+    redacted, so they are still found and marked in the redacted text."""
     if isinstance(value, str):
-        return value
+        return redact(value)
     try:
-        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+        return json.dumps(redact_value(value), indent=2, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
-        return repr(value)
+        return redact(repr(value))
 
 
 def _split_mark(text: str, mark: str) -> tuple[str, str, str] | None:

@@ -12,6 +12,8 @@ from html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
+from dreamweb.secret_scan import redact
+
 from ..diffs import DEL, INS
 
 TAGS = {INS: "ins", DEL: "del"}
@@ -54,9 +56,10 @@ def session(group) -> str:
     cited event, the excerpt marked."""
     ev = group.first
     s = ev.session
-    who = esc(s.agent)
+    # Names and ids an agent sent may carry a pasted key: shown redacted (dreamweb.secret_scan).
+    who = esc(redact(s.agent))
     if s.task:
-        who += f" / {esc(s.task)}"
+        who += f" / {esc(redact(s.task))}"
     if s.outcome and s.outcome != "unknown":
         who += f" · {esc(s.outcome)}"
     trust = f'<span class="badge trust trust-{esc(ev.trust)}">{esc(ev.trust)}</span>' if ev.trust != "agent" else ""
@@ -64,7 +67,7 @@ def session(group) -> str:
     more = f' <span class="muted small">+{more} more event{_plural(more)}</span>' if more else ""
     head = (
         f'<li class="ev-session"><div class="evidence-head"><a href="{esc(ev.viewer_url)}" data-session>'
-        f'{esc(s.external_id)}</a> <span class="muted">{who}</span> {trust}{more}</div>\n'
+        f'{esc(redact(s.external_id))}</a> <span class="muted">{who}</span> {trust}{more}</div>\n'
     )
     excerpt = f"<mark>{esc(ev.excerpt)}</mark>"
     if not ev.context:
