@@ -15,10 +15,18 @@ the ``dreamweb-mcp`` server and the Claude Code / Codex hooks (docs/agents.md). 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 __all__ = ["DreamwebClient", "DreamwebError", "StaleEntry", "EntryExists", "EntryArchived", "NotFound"]
+
+
+def _seg(value) -> str:
+    """One path segment: a store, key or skill name with `/`, `?`, `#` or `..` in it names nothing else on the server
+    (`read_skill("../stores/x/entries/y")` must not reach an entry)."""
+    quoted = quote(str(value), safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
 class DreamwebError(Exception):
@@ -177,11 +185,11 @@ class DreamwebClient:
 
     def entries(self, store: str, **filters) -> list[dict]:
         """Filters: agent, task, q, updated_since (ISO 8601), status (active | archived | all)."""
-        return self._pages(f"stores/{store}/entries/", self._params(**filters))
+        return self._pages(f"stores/{_seg(store)}/entries/", self._params(**filters))
 
     def entry(self, store: str, key: str) -> dict:
         """One entry; its ``etag`` is what update / archive need."""
-        return self._request("GET", f"stores/{store}/entries/{key}/").json()
+        return self._request("GET", f"stores/{_seg(store)}/entries/{_seg(key)}/").json()
 
     def create_entry(
         self,
@@ -196,7 +204,7 @@ class DreamwebClient:
         body: dict[str, Any] = {"key": key, "content": content, "scope": {"agent": agent, "task": task}}
         if tags is not None:
             body["tags"] = tags
-        return self._request("POST", f"stores/{store}/entries/", json=body).json()
+        return self._request("POST", f"stores/{_seg(store)}/entries/", json=body).json()
 
     def update_entry(
         self, store: str, key: str, *, etag: str, content: str | None = None, session_id: str | None = None, **fields
@@ -209,10 +217,10 @@ class DreamwebClient:
         headers = {"If-Match": etag}
         if session_id:
             headers["X-Session-Id"] = session_id
-        return self._request("PATCH", f"stores/{store}/entries/{key}/", json=body, headers=headers).json()
+        return self._request("PATCH", f"stores/{_seg(store)}/entries/{_seg(key)}/", json=body, headers=headers).json()
 
     def archive_entry(self, store: str, key: str, *, etag: str) -> dict:
-        return self._request("DELETE", f"stores/{store}/entries/{key}/", headers={"If-Match": etag}).json()
+        return self._request("DELETE", f"stores/{_seg(store)}/entries/{_seg(key)}/", headers={"If-Match": etag}).json()
 
     def feedback(
         self,
@@ -225,14 +233,14 @@ class DreamwebClient:
         comment: str = "",
     ) -> dict:
         body = self._params(helpful=helpful, score=score, source=source, comment=comment)
-        return self._request("POST", f"stores/{store}/entries/{key}/feedback/", json=body).json()
+        return self._request("POST", f"stores/{_seg(store)}/entries/{_seg(key)}/feedback/", json=body).json()
 
     # --- skills, dreams --------------------------------------------------------------------------------
     def skills(self) -> list[dict]:
         return self._pages("skills/", {})
 
     def skill(self, name: str) -> dict:
-        return self._request("GET", f"skills/{name}/").json()
+        return self._request("GET", f"skills/{_seg(name)}/").json()
 
     def proposals(self, **filters) -> list[dict]:
         return self._pages("proposals/", self._params(**filters))
@@ -247,4 +255,4 @@ class DreamwebClient:
         self, store: str, *, dry_run: bool = False, all_sessions: bool = False, analyzer: str | None = None
     ):
         body = self._params(dry_run=dry_run, all_sessions=all_sessions, analyzer=analyzer)
-        return self._request("POST", f"stores/{store}/dreams/", json=body).json()
+        return self._request("POST", f"stores/{_seg(store)}/dreams/", json=body).json()

@@ -71,12 +71,17 @@ class DreamwebTools:
                 "etag."
             ) from exc
         except DreamwebError as exc:
-            raise ToolError(_explain(exc)) from exc
+            message = _explain(exc)
+            if exc.status == 404 and self.settings.store and "store" in (exc.detail or "").lower():
+                message += f". DREAMWEB_STORE is {self.settings.store!r}: is that the store's slug?"
+            raise ToolError(message) from exc
         except httpx.TimeoutException as exc:
             raise ToolError(
                 f"Dreamweb at {self.settings.url} did not answer within {self.settings.timeout:g} s "
-                f"({type(exc).__name__}); try again later"
+                f"({type(exc).__name__}); try again later, or raise DREAMWEB_TIMEOUT"
             ) from exc
+        except httpx.InvalidURL as exc:  # e.g. a query too long for a URL: the request never left
+            raise ToolError(f"the request could not be sent ({exc}); shorten what you passed and retry") from exc
         except httpx.TransportError as exc:
             raise ToolError(
                 f"Dreamweb is not reachable at {self.settings.url} ({exc or type(exc).__name__}). "
@@ -247,14 +252,26 @@ class DreamwebTools:
         ctx: Context | None = None,
     ) -> str:
         """A skill's instructions (its SKILL.md body) and the list of its files; with ``path``, that file's text."""
-        skill = self.call(lambda dw: dw.skill(name))
+
+        def fetch(dw: DreamwebClient):
+            try:
+                return dw.skill(name)
+            except DreamwebError as exc:
+                if exc.status == 404:
+                    raise ToolError(f"not found: no skill named {name!r}; list_skills shows the team's skills") from exc
+                raise
+
+        skill = self.call(fetch)
         references = skill.get("references") or {}
         if path is not None:
             if path not in references:
                 known = ", ".join(sorted(references)) or "none"
                 raise ToolError(f"skill {name!r} has no file {path!r} (its files: {known})")
             return _reference_text(references[path], path)
-        out = [f"# {skill['name']} (version {skill.get('version')})", skill.get("description", ""), "", skill["body"]]
+        if not isinstance(skill, dict) or not isinstance(skill.get("body"), str):
+            raise ToolError(f"no skill named {name!r}; list_skills shows the team's skills")
+        out = [f"# {skill.get('name', name)} (version {skill.get('version')})", skill.get("description", ""), ""]
+        out.append(skill["body"])
         if references:
             out.append("\nFiles (read one with read_skill(name, path)):")
             out += [f"- {p}{_file_note(v)}" for p, v in sorted(references.items())]
