@@ -338,7 +338,7 @@ def outcomes(
     source = Source(stream, name)
     try:
         found, items = importers.read(source, format, options)
-    except UnknownFormat as exc:
+    except (UnknownFormat, importers.WrongFormat) as exc:
         yield REJECTED, name or "input", str(exc)
         return
     yield FOUND, "", found.name

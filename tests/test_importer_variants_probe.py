@@ -1701,3 +1701,20 @@ def test_cc_message_content_null_and_block_without_type(acme, tmp_path):
     assert (code, out) == (0, "imported 1, unchanged 0, rejected 0\n"), err
     m = msgs(stored("cc-sess-1"))
     assert m[0] == ("user", "Hi.") and m[-1] == ("user", "Bye.") and ("assistant", "Typed text.") in m, m
+
+
+# ================================================================================================================
+# Family: a format named that the content is plainly not in (added after the second export probe)
+
+
+def test_a_codex_rollout_named_claude_code_is_refused_naming_both(acme, tmp_path):
+    path = write_jsonl(tmp_path / "rollout-1.jsonl", cx_meta(), *cx_user("Go."), cx_msg("assistant", "Done."))
+    code, out, err = run_import(path, format="claude-code")
+    assert code == 1 and out == "imported 0, unchanged 0, rejected 1\n", (out, err)
+    assert "named as claude-code" in err and "content is codex" in err and "rollout-1.jsonl" in err
+
+
+def test_a_claude_code_file_named_codex_is_refused_naming_both(acme, tmp_path):
+    path = write_jsonl(tmp_path / "cc.jsonl", *basic_cc())
+    code, out, err = run_import(path, format="codex")
+    assert code == 1 and "named as codex" in err and "content is claude-code" in err, (out, err)

@@ -22,7 +22,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 
 from dreamweb.api_base import Conflict, ErrorSerializer, InvalidInput, PayloadTooLarge
-from memory.importers import AUTO, CHOICES, FORMATS, Options, Source, UnknownFormat
+from memory.importers import AUTO, CHOICES, FORMATS, Options, Source, UnknownFormat, WrongFormat
 from memory.importers import read as read_file
 from memory.importing import conflict_message, validated
 from memory.sessions import CleanSession, store_batch
@@ -104,6 +104,8 @@ def file_sessions(request, raw: bytes, format: str) -> tuple[str, list[CleanSess
         found, items = read_file(Source(io.BytesIO(raw), "body"), format, options)
     except UnknownFormat as exc:
         raise InvalidInput(f"The body is {exc}", code="unknown_format", extra={"formats": list(FORMATS)}) from exc
+    except WrongFormat as exc:
+        raise InvalidInput(f"The body is {exc}", code="wrong_format", extra={"formats": list(FORMATS)}) from exc
     cleans: list[CleanSession] = []
     errors: dict[str, list[str]] = {}
     limit = settings.DREAMWEB_MAX_BATCH_SESSIONS

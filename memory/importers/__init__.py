@@ -39,6 +39,16 @@ class UnknownFormat(ValueError):
         )
 
 
+class WrongFormat(ValueError):
+    """The format named for a file is not the one its content is in."""
+
+    def __init__(self, named: Format, found: Format):
+        super().__init__(
+            f"named as {named.name} ({named.label}), but the content is {found.name} ({found.label}): name "
+            f"{found.name}, or let detection choose"
+        )
+
+
 def detect(source: Source) -> Format | None:
     """The format of the file by its content, or None. An empty file is canonical (it holds no session)."""
     if not source.head_values():
@@ -54,4 +64,10 @@ def read(source: Source, format: str = AUTO, options: Options | None = None) -> 
             raise UnknownFormat()
     else:
         found = FORMATS[format]
+        if not found.sniff(source):
+            # Named to skip detection (a file detection misses), but the content is plainly another format: reading
+            # it as the named one would import a wrong transcript without a word (calls lost, results as messages).
+            other = detect(source)
+            if other is not None and other is not found:
+                raise WrongFormat(found, other)
     return found, found.read(source, options or Options())

@@ -134,11 +134,32 @@ def block_text(content, *, image: str = "[image]") -> str:
             kind = block.get("type")
             if isinstance(block.get("text"), str):
                 parts.append(block["text"])
-            elif kind in ("image", "image_url", "input_image", "document", "input_file", "file"):
+            elif kind in ("document", "input_file", "file"):
+                parts.append(_document_text(block, image))
+            elif kind in ("image", "image_url", "input_image"):
                 parts.append(image)
             elif isinstance(block.get("content"), str | list):
                 parts.append(block_text(block["content"], image=image))
+            elif isinstance(block.get("url"), str):
+                # A search result (web_search_result, a citation): its title and address, never its encrypted body.
+                title = block.get("title") if isinstance(block.get("title"), str) else ""
+                parts.append(f"{title} ({block['url']})" if title else block["url"])
     return "\n".join(p for p in parts if p)
+
+
+def _document_text(block: dict, image: str) -> str:
+    """A document block: its text when it carries text (a plain-text source, or content blocks), else a marker that
+    names it; a PDF or a file by reference stays a marker, as an image does."""
+    title = next((block[k] for k in ("title", "filename", "name") if isinstance(block.get(k), str)), "")
+    head = f"[document: {title}]" if title else "[document]"
+    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    if source.get("type") == "text" and isinstance(source.get("data"), str):
+        return f"{head}\n{source['data']}"
+    if source.get("type") == "content" and isinstance(source.get("content"), str | list):
+        return f"{head}\n{block_text(source['content'], image=image)}"
+    if isinstance(block.get("file_data"), str) or source:
+        return head if title else image
+    return head if title else image
 
 
 @dataclass

@@ -9,31 +9,53 @@ from collections.abc import Iterator
 from .source import Source
 
 
+def documents_list(value) -> bool:
+    """A JSON array of documents (conversations, sessions), not the bare list of one conversation's messages."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(v, dict) for v in value)
+        and not any("role" in v or "type" in v and "content" in v for v in value)
+    )
+
+
 def documents(source: Source) -> Iterator[tuple[str, object, str | None]]:
     """(where, document, error) for each document of the file."""
     if source.looks_like_document():
         try:
-            yield "file", source.document(), None
+            whole = source.document()
         except ValueError as exc:
             yield "file", None, str(exc)
+            return
+        if documents_list(whole):  # a JSON array of documents (several logs saved as one file)
+            for i, item in enumerate(whole):
+                yield f"item {i + 1}", item, None
+            return
+        yield "file", whole, None
         return
     for number, values, error in source.values():
         if values is None:
             yield f"line {number}", None, error
             continue
         for value in values or ():
-            yield f"line {number}", value, None
+            if documents_list(value):  # a JSON array of documents on one line
+                for i, item in enumerate(value):
+                    yield f"line {number}, item {i + 1}", item, None
+            else:
+                yield f"line {number}", value, None
 
 
 def first_document(source: Source):
     """The first document of the file, for sniffing (None when the start is not JSON)."""
     if source.looks_like_document():
         try:
-            return source.document()
+            whole = source.document()
         except ValueError:
             return None
+        return whole[0] if documents_list(whole) else whole
     values = source.head_values()
-    return values[0] if values else None
+    first = values[0] if values else None
+    return first[0] if documents_list(first) else first
 
 
 def content_id(prefix: str, doc) -> str:

@@ -158,6 +158,17 @@ class Items:
             self.web_searches += 1
             action = p.get("action") if isinstance(p.get("action"), dict) else {}
             self.t.call(str(p.get("id") or f"web_search_{self.web_searches}"), "web_search", action, ts)
+        elif kind == "code_interpreter_call":
+            # The code the model ran and what it printed (logs; an image output is a marker).
+            call_id = str(p.get("id") or "")
+            self.t.call(call_id, "code_interpreter", {"code": p.get("code") or ""}, ts)
+            outputs = p.get("outputs") if isinstance(p.get("outputs"), list) else []
+            printed = [
+                o.get("logs") if isinstance(o, dict) and isinstance(o.get("logs"), str) else "[image]"
+                for o in outputs
+                if isinstance(o, dict)
+            ]
+            self.t.result(call_id, "\n".join(printed), ts, is_error=p.get("status") == "failed")
         # reasoning (opaque, often encrypted) and newer item types: nothing an analysis can read
 
     def call(self, call_id: str, name: str, args, ts) -> None:
