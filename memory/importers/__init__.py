@@ -64,9 +64,10 @@ def read(source: Source, format: str = AUTO, options: Options | None = None) -> 
             raise UnknownFormat()
     else:
         found = FORMATS[format]
-        if not found.sniff(source):
+        if not found.sniff(source) and not source.looks_like_document():
             # Named to skip detection (a file detection misses), but the content is plainly another format: reading
             # it as the named one would import a wrong transcript without a word (calls lost, results as messages).
+            # Only lines are looked at (the head, kept for the reader): a document is read once, by its reader.
             other = detect(source)
             if other is not None and other is not found:
                 raise WrongFormat(found, other)
