@@ -128,14 +128,24 @@ class Views:
     compact: str  # low without any whitespace (for schemes split by tabs or newlines)
     hosts: str  # decoded and NFKC, confusables kept (a look-alike host is another host); also paths as written
     markup: str  # as plain, but HTML entities left as written: escaped markup (`&lt;script&gt;`) is text
+    reordered: bool = False  # holds direction overrides or isolates (read before format characters are dropped)
 
     @classmethod
     def of(cls, text: str) -> Views:
-        decoded = unicodedata.normalize("NFKC", _drop_format(_as_shown(_decode(text or ""))))
+        unescaped = _decode(text or "")
+        decoded = unicodedata.normalize("NFKC", _drop_format(_as_shown(unescaped)))
         plain = _shell_plain(decoded.translate(_CONFUSABLES))
         low = plain.lower()
         markup = unicodedata.normalize("NFKC", _drop_format(_decode(text or "", entities=False)))
-        return cls(text or "", plain, low, re.sub(r"\s+", "", low), decoded, markup.translate(_CONFUSABLES))
+        return cls(
+            text or "",
+            plain,
+            low,
+            re.sub(r"\s+", "", low),
+            decoded,
+            markup.translate(_CONFUSABLES),
+            bool(_BIDI_CONTROLS.search(unescaped)),
+        )
 
 
 def as_read(text: str) -> str:
@@ -639,7 +649,7 @@ def screen(text: str | None, *, allowed_hosts=()) -> list[str]:
         reasons.append(REASON_INJECTION)
     if _weakens(v):
         reasons.append(REASON_WEAKENS)
-    if _BIDI_CONTROLS.search(_decode(v.raw)):
+    if v.reordered:
         reasons.append(REASON_HIDDEN_ORDER)
     unknown = unknown_hosts(v, allowed_hosts)
     if unknown:

@@ -157,9 +157,7 @@ def _document_text(block: dict, image: str) -> str:
         return f"{head}\n{source['data']}"
     if source.get("type") == "content" and isinstance(source.get("content"), str | list):
         return f"{head}\n{block_text(source['content'], image=image)}"
-    if isinstance(block.get("file_data"), str) or source:
-        return head if title else image
-    return head if title else image
+    return head if title else image  # a PDF, an uploaded file's bytes, a file by id: named, never inlined
 
 
 @dataclass

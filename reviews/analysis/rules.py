@@ -933,11 +933,7 @@ def _opened(a: Action, b: Action, locs: list[str]) -> str | None:
         return None
     # `grep -rn X .` prints `./backend/x.py`; the agent opens `backend/x.py` (or the other way round): one place.
     hit = next(
-        (
-            _bare(loc)
-            for loc in locs
-            if loc in b.arg or _bare(loc) in b.arg or b.arg.strip().lstrip("./") == loc.lstrip("./")
-        ),
+        (_bare(loc) for loc in locs if _bare(loc) in b.arg or b.arg.strip().lstrip("./") == loc.lstrip("./")),
         None,
     )
     if hit is None and not b.shell:
