@@ -2,9 +2,10 @@
 differently, among noise and distractors. Written from the docs only (docs/dream-pipeline.md, DESIGN.md); a failing
 test is a finding.
 
-Written blind by a helper (a second round, against the code before this stop's judgement fixes); of its 7 families 3
-failed and stay marked as known gaps: grouping keys still carry a session's operands or error text in prose
-corrections, in fixes behind different errors, and in a changed operand of a remembered command."""
+Written blind by a helper (a second round, against the code before stop 23's judgement fixes); of its 7 families 3
+failed and were marked as known gaps until stop 24 fixed them as families (tests/test_judgement_operands.py): grouping
+keys carried a session's operands or error text in prose corrections, in fixes behind different errors, and in a
+changed operand of a remembered command."""
 
 from __future__ import annotations
 
@@ -377,10 +378,6 @@ def about(world, prefix):
 
 
 # ---------------------------------------------------------------- tests, one per family
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a correction in prose is keyed with its commands' operands (a branch name)",
-)
 def test_prose_behaviour_correction_in_several_wordings_and_languages_is_one_lesson(dreamt):
     found = about(dreamt, "pr-")
     assert len(found) == 1, describe(dreamt)
@@ -393,10 +390,6 @@ def test_prose_behaviour_correction_in_several_wordings_and_languages_is_one_les
     assert p.scope_agent in (None, "") and p.scope_task in (None, "")  # two agents, two tasks
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a fix is keyed by its error text (one step behind several errors)",
-)
 def test_one_root_cause_behind_different_errors_and_tools_is_one_fix(dreamt):
     found = about(dreamt, "mig-")
     assert len(found) == 1, describe(dreamt)
@@ -407,10 +400,6 @@ def test_one_root_cause_behind_different_errors_and_tools_is_one_fix(dreamt):
     assert p.scope_agent in (None, "") and p.scope_task in (None, "")  # three agents
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a changed operand (a port) reads as a retry, not as a correction of the entry",
-)
 def test_memory_that_is_now_wrong_is_updated_not_added_beside(dreamt):
     found = about(dreamt, "port-")
     assert len(found) == 1, describe(dreamt)

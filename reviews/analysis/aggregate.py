@@ -111,6 +111,9 @@ class Bucket:
         if fam in ("fix", "pref"):
             self.new = nz.normalize_command(f.get("new") or "")
             self.old = nz.normalize_command(f.get("old") or "")
+            if self.new and self.new == self.old:
+                # What changed is a value masking hides (port 5432 -> 5433): the values are the lesson.
+                self.new, self.old = nz.collapse(f.get("new")).lower(), nz.collapse(f.get("old")).lower()
         if fam in ("fix", "check"):
             self.sig = f.get("error_signature") or (nz.normalize_error(f["error"]) if f.get("error") else "")
         if fam == "pref":
@@ -157,6 +160,10 @@ class Bucket:
         if fam == "fix":
             if self.new != other.new:
                 return False
+            if self.key.startswith(PREP_KEY) and other.key.startswith(PREP_KEY):
+                # The same step run before a retry that then worked (`manage.py migrate` before the tests, the fixture
+                # load, the seed script): one lesson, whichever command failed first and however its error read.
+                return True
             return (bool(self.sig) and self.sig == other.sig) or nz.jaccard(
                 nz.shingles(self.old), nz.shingles(other.old)
             ) >= 0.5
@@ -177,6 +184,10 @@ class Bucket:
         if fam == "note":
             return notes_alike(self.anchors, self.salient, other.anchors, other.salient)
         return False
+
+
+# The key of rules._finding_retry: a failed call that worked once another step had run.
+PREP_KEY = "fix:"
 
 
 def _query_words(query: str) -> frozenset:
@@ -462,6 +473,49 @@ def _shared_wording(texts_by_session: dict[int, str]) -> str:
     return re.sub(rf'\s*\([^()"]*"[^"]*{ELIDED}[^"]*"[^()]*\)', "", out)
 
 
+_ASKED = re.compile(r'\(the user asked for this: "(.+)"\)\.?\s*$', re.S)
+
+
+def _with_request(cluster: Cluster, content: str) -> str:
+    """A correction the users worded differently each time loses their quotation in the shared wording (it names
+    no session's words), and with it what they asked for ("open a PR instead"): the shortest of their requests is
+    put back as an example, named as one."""
+    if '"' in content:
+        return content
+    asked = sorted(
+        {m.group(1) for t in _per_session(cluster, "summary").values() if (m := _ASKED.search(t))},
+        key=lambda q: (len(q), q),
+    )
+    if not asked:
+        return content
+    k = len(cluster.sessions)
+    said = f'users asked for this in {k} sessions, in their own words; one: "{asked[0]}"'
+    return content.rstrip().rstrip(".") + f" ({said})."
+
+
+def _prep_text(cluster: Cluster) -> str:
+    """A step that made different failed commands work (`manage.py migrate` before the tests, before loading
+    fixtures, before creating a user): the step is the lesson and the failures are its examples, each with its own
+    error (an elided "When `…` fails with "…"" would say nothing). Empty unless the cluster is such a step behind more
+    than one command."""
+    if not all(b.key.startswith(PREP_KEY) for b in cluster.buckets):
+        return ""
+    olds = _per_session(cluster, "old")
+    if len({nz.normalize_command(o) for o in olds.values()}) < 2:
+        return ""
+    step = _most_common(list(_per_session(cluster, "new").values()))
+    errors = _per_session(cluster, "error")
+    examples, seen = [], set()
+    for si, old in olds.items():
+        if nz.normalize_command(old) in seen:
+            continue
+        seen.add(nz.normalize_command(old))
+        err = trim(nz.error_line(errors.get(si, "")), 100)
+        examples.append(f"`{trim(old, 80)}`" + (f' ("{err}")' if err else ""))
+    shown = "; ".join(examples[:3]) + ("; and others" if len(examples) > 3 else "")
+    return f"Run `{step}` first: without it, different commands failed and worked once it had run: {shown}."
+
+
 def _per_session(cluster: Cluster, field: str) -> dict[int, str]:
     """One value of a finding field per session (the session's first), so that one chatty session does not count
     as many."""
@@ -634,11 +688,41 @@ def _confidence(cluster: Cluster, min_sessions: int, n: int) -> float:
     return round(min(0.95, c), 2)
 
 
+def _changed_value(old: str, new: str) -> tuple[str, str] | None:
+    """The one value two commands differ in (`psql -p 5432 db` -> `psql -p 5433 db`: 5432 -> 5433; `--port=80` ->
+    `--port=8080`: 80 -> 8080), when it is a value (it holds a digit, a dot, a slash or a colon) and the only change.
+    A changed word (`make docs` -> `make html`) is not one: the entry's prose may use it for something else."""
+    a, b = nz.collapse(old).split(), nz.collapse(new).split()
+    diff = [(x, y) for x, y in zip(a, b, strict=False) if x != y]
+    if len(a) != len(b) or len(diff) != 1:
+        return None
+    x, y = diff[0]
+    head_x, _, value_x = x.rpartition("=")
+    head_y, _, value_y = y.rpartition("=")
+    if head_x == head_y and value_x and value_y:
+        x, y = value_x, value_y
+    x, y = x.strip("'\"`"), y.strip("'\"`")
+    if len(x) < 2 or not y or not VALUE_CHARS.search(x):
+        return None
+    return x, y
+
+
+VALUE_CHARS = re.compile(r"[\d./:]")
+
+
 def _rewrite(content: str, old: str, new: str, why: str) -> str:
-    """The entry's text with the old command/choice replaced by the new one, and the reason appended."""
+    """The entry's text with the old command/choice replaced by the new one, and the reason appended. When the
+    command changed in one value (a port, a host, a version), the entry's other mentions of that value change too:
+    "listens on port 5432" must not stay beside the corrected command."""
     pat = _words_re(nz.collapse(old))
     if old and pat.search(content):
-        text = pat.sub(lambda m: new, content)
+        value = _changed_value(old, new)
+        pieces = pat.split(content)
+        if value is not None:
+            # Outside the command only (the new command already holds the new value).
+            at = re.compile(rf"(?<![\w./:=-]){re.escape(value[0])}(?![\w/-]|[.:]\w)")
+            pieces = [at.sub(lambda m: value[1], p) for p in pieces]
+        text = new.join(pieces)
     else:
         text = content.rstrip() + f" Use `{new}` instead of `{old}`."
     return text.rstrip() + " " + why
@@ -1164,6 +1248,9 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
             errors = {nz.error_line(x.get("error") or "") for _, x in c.items}
             if f.get("kind") == "tool_failure" or len(errors) > 1:
                 kind = "tool_failure"
+            content = _prep_text(c) or content
+        if fam == "pref":
+            content = _with_request(c, content)
         if fam == "where" and len(c.buckets) > 1:
             extra = sorted({x.get("query") or "" for b in c.buckets[1:] for _, x in b.items} - {f.get("query")})
             if extra:

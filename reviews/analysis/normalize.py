@@ -400,6 +400,9 @@ def command_edit(old: str, new: str) -> tuple[str, str]:
     `docker compose`), whatever the service. Each side keeps one word at least (`pytest` -> `python -m pytest`
     stays whole)."""
     a, b = normalize_command(old).split(), normalize_command(new).split()
+    if a == b:
+        # The change is in what masking hides (a port, a year): the words themselves say what changed.
+        a, b = collapse(old).lower().split(), collapse(new).lower().split()
     n = 0
     while n < min(len(a), len(b)) - 1 and a[-1 - n] == b[-1 - n]:
         n += 1
@@ -418,8 +421,11 @@ def similar_commands(a: str, b: str) -> bool:
     """Is b plausibly a corrected version of a (same program, or mostly the same text, or a chain that runs a
     preparatory step and then a or a variant of it)?"""
     na, nb = normalize_command(a), normalize_command(b)
-    if not na or not nb or na == nb:
+    if not na or not nb:
         return False
+    if na == nb:
+        # Alike once volatile numbers are masked (`-p 5432` / `-p 5433`): a variant when the words differ.
+        return collapse(a) != collapse(b)
     parts = command_parts(nb)
     if len(parts) > 1 and any(p == na or _similar_single(na, p) for p in parts):
         return True
@@ -473,6 +479,26 @@ def command_words(cmd: str) -> set[str]:
         t = t.strip("'\"`,;()[]{}")
         if t:
             out.add(t)
+    return out
+
+
+def shape_words(cmd: str) -> set[str]:
+    """The words of a command that say what it does, not what it does it to: the program, its first word after
+    that (a subcommand or a target: `switch`, `html`), and its flags; not the operands one session names after them
+    (a branch, a file, a package): `git switch -c feat/x` -> {git, switch, -c}. Chains: each command's."""
+    out: set[str] = set()
+    for part in command_parts((cmd or "").lower()):
+        toks = [t.strip("'\"`,;()[]{}") for t in command_tokens(part)]
+        toks = [t for t in toks if t]
+        while toks and (_ENV_ASSIGN.match(toks[0]) or toks[0] in ("sudo", "env", "time", "nohup", "exec", "command")):
+            toks = toks[1:]
+        positional = 0
+        for t in toks:
+            if t.startswith("-"):
+                out.add(t.split("=", 1)[0])
+            elif positional < 2:
+                out.add(t)
+                positional += 1
     return out
 
 

@@ -439,15 +439,7 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
         sig = nz.normalize_error(err)
         fixed = False
         window = actions[a.pos + 1 : a.pos + 1 + LOOKAHEAD]
-        norm = nz.normalize_command(a.arg)
-        retry = next(
-            (
-                j
-                for j, b in enumerate(window)
-                if b.name == a.name and not b.failed and nz.normalize_command(b.arg) == norm
-            ),
-            None,
-        )
+        retry = next((j for j, b in enumerate(window) if b.name == a.name and not b.failed and _same_call(a, b)), None)
         if retry is not None:
             changed = _changed_args(a, window[retry])
             if changed:
@@ -471,8 +463,7 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
         for b in window:
             if b.name != a.name or _other_file(a, b) or (a.is_search and _search_term(b) != _search_term(a)):
                 continue
-            same = nz.normalize_command(b.arg) == norm
-            if same or b.failed:
+            if _same_call(a, b) or b.failed:
                 continue
             if (a.shell and nz.similar_commands(a.arg, b.arg)) or (
                 not a.shell and a.keyed and b.keyed and nz.jaccard(nz.shingles(a.arg), nz.shingles(b.arg)) >= 0.4
@@ -498,7 +489,7 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
                 and not _other_file(a, b)
                 and not b.failed
                 and b.arg.strip()
-                and nz.normalize_command(b.arg) != norm
+                and not _same_call(a, b)
                 and (not _inspection(b) or _same_lookup(a, b))
                 and (a.pos, b.pos) not in used
             ):
@@ -537,6 +528,15 @@ INCIDENTAL_KEYS = {"description", "timeout", "run_in_background", "explanation",
 
 
 PATH_ERROR = re.compile(r"(?i)no such file or directory|not a directory|does not exist")
+
+
+def _same_call(a: Action, b: Action) -> bool:
+    """b repeats a. A command is the same only word for word: `psql -p 5432` then `psql -p 5433` is a corrected
+    command (the port was wrong), though the two read alike once volatile numbers are masked for grouping. Another
+    tool's call is the same when its argument reads the same (ids and timestamps aside)."""
+    if a.shell:
+        return nz.collapse(a.arg) == nz.collapse(b.arg)
+    return nz.normalize_command(a.arg) == nz.normalize_command(b.arg)
 
 
 def _searched_wrong_place(a: Action) -> bool:
@@ -772,7 +772,10 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
         cued = negation or preference or bool(CONVENTION.search(content)) or _modified(a, b)
         if not (named or unnamed):
             continue
-        old_key, new_key = said_old or sorted(old_only), said_new or sorted(new_only)
+        # Unnamed, a side is keyed by what its command does, not by the operands this session gave it (the branch it
+        # made, the file it touched), so that the same correction in other sessions is the same lesson.
+        old_key = said_old or sorted(old_only & nz.shape_words(a.text) or old_only)
+        new_key = said_new or sorted(new_only & nz.shape_words(b.text) or new_only)
         repeats_served = (served.has_words(new_key) and served.has_words(old_key)) or served.has_command(b.text)
         if not repeats_served:
             used.add((a.pos, b.pos))
