@@ -2,7 +2,9 @@
 - a command corrected in one value (a port, a size) is a corrected command, not "a retry with another command", and
   the entry that states the old value is updated in its prose too;
 - one step behind different failures (a migration before tests, fixtures and a seed script) is one lesson;
-- a correction in the user's prose is one lesson whatever branch or file each session's commands named.
+- a correction in the user's prose is one lesson whatever branch or file each session's commands named;
+- a place the agents keep missing is one lesson whatever each session searched for in it, when each first looked in
+  a wrong place named like it.
 Each family with several members, and what must stay apart."""
 
 from __future__ import annotations
@@ -247,3 +249,62 @@ def test_prose_corrections_to_different_commands_stay_apart():
 )
 def test_a_commands_shape_drops_the_operands_after_its_subcommand(cmd, shape):
     assert nz.shape_words(cmd) == shape
+
+
+# ---------------------------------------------------------------- a place sought under different names
+
+SOUGHT = [
+    (
+        "config/flags/registry.yaml",
+        [("backend/flags.py", "enable_checkout"), ("app/feature_flags.py", "dark_mode"), ("src/flags/x.py", "old_ui")],
+    ),
+    (
+        "deploy/helm/values-prod.yaml",
+        [("helm/prod.yaml", "replicaCount"), ("charts/values.yaml", "memoryLimit"), ("k8s/helm.yaml", "ingressHost")],
+    ),
+    (
+        "docs/runbooks/oncall.md",
+        [("ONCALL.md", "pager rotation"), ("docs/oncall.md", "escalation"), ("wiki/runbooks.md", "sev1 bridge")],
+    ),
+]
+
+
+def sought_session(i, wrong, name, place):
+    s = S(f"s-{i}", ["a", "b", "c"][i % 3], "dev").say("user", f"Look into {name}.")
+    s.call("read_file", wrong, f"cat: {wrong}: No such file or directory", error=True, exit_code=1)
+    s.call("bash", f"grep -rn '{name}' .", f"./{place}:12:  {name}: x")
+    s.call("read_file", place, f"{name}: x\n")
+    return s.doc
+
+
+@pytest.mark.parametrize("place,looks", SOUGHT, ids=lambda v: v if isinstance(v, str) else "")
+def test_a_place_sought_under_different_names_after_a_wrong_place_is_one_lesson(place, looks):
+    docs = [sought_session(i, wrong, name, place) for i, (wrong, name) in enumerate(looks)]
+    res = run(docs + [filler(i) for i in range(4)])
+    where = [p for p in res.proposals if place in p.content]
+    assert len(where) == 1, [p.content for p in res.proposals]
+    p = where[0]
+    assert p.prevalence_sessions == 3 and p.operation == "add"
+    assert "…" not in p.content, p.content
+    assert sum(f"`{wrong}`" in p.content for wrong, _ in looks) >= 2, p.content  # the wrong places, as examples
+
+
+def test_different_searches_ending_in_one_file_without_a_wrong_place_stay_apart():
+    """Code navigation: several searches that end in one busy file are the work going through it."""
+    docs = []
+    for i, name in enumerate(["enable_checkout", "dark_mode", "old_ui"]):
+        s = S(f"n-{i}", "a").say("user", f"Look into {name}.")
+        s.call("bash", f"grep -rn '{name}' .", f"./config/flags/registry.yaml:12:  {name}: x")
+        s.call("read_file", "config/flags/registry.yaml", f"{name}: x\n")
+        docs.append(s.doc)
+    res = run(docs + [filler(i) for i in range(3)])
+    assert not [p for p in res.proposals if "registry.yaml" in p.content], [p.content for p in res.proposals]
+
+
+def test_wrong_places_that_name_something_else_do_not_make_one_place():
+    docs = [
+        sought_session(i, wrong, name, "config/flags/registry.yaml")
+        for i, (wrong, name) in enumerate([("README.md", "a_flag"), ("docs/index.md", "b_flag"), ("Makefile", "c_x")])
+    ]
+    res = run(docs + [filler(i) for i in range(3)])
+    assert not [p for p in res.proposals if "registry.yaml" in p.content], [p.content for p in res.proposals]

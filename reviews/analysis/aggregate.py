@@ -103,6 +103,7 @@ class Bucket:
     salient: frozenset = frozenset()
     location: str = ""
     query: frozenset = frozenset()
+    topic: frozenset = frozenset()
 
     def features(self) -> None:
         # Only what this family's similarity test needs: most buckets are one-off noise.
@@ -129,6 +130,7 @@ class Bucket:
         if fam == "where":
             self.location = (f.get("location") or "").lower()
             self.query = _query_words(f.get("query") or "")
+            self.topic = frozenset(f.get("topic") or ())
 
     def blocks(self) -> list[tuple]:
         fam = self.family
@@ -176,10 +178,17 @@ class Bucket:
         if fam == "where":
             # The same thing sought, found in the same place. Different searches that end in one popular file are
             # the work going through it (code navigation), not one thing the agents keep having to look for.
+            # Unless each session first looked for it in a wrong place named like it (`src/flags`,
+            # `app/feature_flags.py` before `config/flags/registry.yaml`): then the place is what agents keep missing,
+            # whatever each was after in it.
             return (
                 bool(self.location)
                 and self.location == other.location
-                and (self.query == other.query or nz.jaccard(self.query, other.query) >= 0.5)
+                and (
+                    self.query == other.query
+                    or nz.jaccard(self.query, other.query) >= 0.5
+                    or (bool(self.topic) and bool(other.topic))
+                )
             )
         if fam == "note":
             return notes_alike(self.anchors, self.salient, other.anchors, other.salient)
@@ -491,6 +500,27 @@ def _with_request(cluster: Cluster, content: str) -> str:
     k = len(cluster.sessions)
     said = f'users asked for this in {k} sessions, in their own words; one: "{asked[0]}"'
     return content.rstrip().rstrip(".") + f" ({said})."
+
+
+SOUGHT_HEAD = "Where this lives: "
+
+
+def _sought_text(cluster: Cluster) -> str:
+    """One place the agents kept missing, each time looking for something else in it (a flag, a setting) after a
+    wrong place named like it: the place is the lesson, the wrong places and the searches its examples. Empty unless
+    the sessions searched for different things."""
+    queries = _per_session(cluster, "query")
+    words = list({_query_words(q) for q in queries.values()})
+    if all(nz.jaccard(a, b) >= 0.5 for i, a in enumerate(words) for b in words[i + 1 :]):
+        return ""  # one thing sought under near names: the searches' shared wording says it
+    location = _most_common(list(_per_session(cluster, "location").values()))
+    tried = sorted({t for _, f in cluster.items for t in f.get("tried") or ()})
+    sought = sorted(set(queries.values()))
+    text = f"{SOUGHT_HEAD}`{location}`. In {len(cluster.sessions)} sessions agents looked elsewhere first"
+    if tried:
+        text += " (" + ", ".join(f"`{t}`" for t in tried[:4]) + (", ..." if len(tried) > 4 else "") + ": not there)"
+    text += ", then had to search for it (" + ", ".join(f"`{trim(q, 60)}`" for q in sought[:4])
+    return text + (", ..." if len(sought) > 4 else "") + f"). Go straight to `{location}`."
 
 
 def _prep_text(cluster: Cluster) -> str:
@@ -1251,7 +1281,9 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
             content = _prep_text(c) or content
         if fam == "pref":
             content = _with_request(c, content)
-        if fam == "where" and len(c.buckets) > 1:
+        if fam == "where":
+            content = _sought_text(c) or content
+        if fam == "where" and len(c.buckets) > 1 and not content.startswith(SOUGHT_HEAD):
             extra = sorted({x.get("query") or "" for b in c.buckets[1:] for _, x in b.items} - {f.get("query")})
             if extra:
                 content += " Also looked up: " + ", ".join(f"`{q}`" for q in extra[:3]) + "."

@@ -1083,8 +1083,43 @@ def _where(a: Action, b: Action, hit: str, query: str, line: str, missed: list[A
         query=query,
         location=hit,
         sought=bool(missed),
+        # What the wrong places and the right one both name (`src/flags` and `config/flags/registry.yaml`: flags):
+        # the thing the agents kept looking for, whatever name each search used.
+        topic=sorted(_shared_words([_target(m) for m in tried], hit)),
+        tried=[trim(_target(m), 120) for m in tried[:3]],
         tool=a.name,
     )
+
+
+def _shared_words(tried: list[str], hit: str) -> set[str]:
+    found = {nz.stem(w) for w in _term_words(hit) if w not in LAYOUT_WORDS}
+    return {nz.stem(w) for t in tried for w in _term_words(t) if w not in LAYOUT_WORDS} & found
+
+
+# Folders every project has: sharing one says nothing about what was sought.
+LAYOUT_WORDS = frozenset(
+    {
+        "src",
+        "lib",
+        "app",
+        "apps",
+        "pkg",
+        "internal",
+        "cmd",
+        "docs",
+        "doc",
+        "test",
+        "tests",
+        "spec",
+        "specs",
+        "main",
+        "index",
+        "utils",
+        "util",
+        "common",
+        "core",
+    }
+)
 
 
 CODE_TOKEN = re.compile(r"`([^`\n]{3,120})`|(?<![\w-])(--?[a-z][\w-]{2,}|[A-Za-z_][A-Za-z0-9_]*=[^\s`'\"]+)", re.I)
