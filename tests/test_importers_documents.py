@@ -297,3 +297,44 @@ def test_a_named_format_reads_what_detection_would_not_and_says_what_is_wrong():
     assert docs == [] and "no sessionId" in problems["line 1"]
     _, docs, problems = convert(b'{"sessionId": "x", "messages": [\n', format="gemini-cli")
     assert docs == [] and problems["file"].startswith("not valid JSON")
+
+
+ANTHROPIC_TURNS = [
+    {"role": "user", "content": "Run the tests."},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "pytest"}}],
+    },
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "2 failed"}]},
+    {
+        "role": "assistant",
+        "content": [{"type": "thinking", "thinking": "look", "signature": "x"}, {"type": "text", "text": "Two fail."}],
+    },
+]
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"model": "claude-x", "messages": ANTHROPIC_TURNS},  # a request body
+        ANTHROPIC_TURNS,  # the bare list of messages
+        {"messages": ANTHROPIC_TURNS[:3]},  # tool blocks only
+        {"messages": [ANTHROPIC_TURNS[0], ANTHROPIC_TURNS[3]]},  # a thinking block only
+    ],
+    ids=["request", "bare-list", "tool-blocks", "thinking"],
+)
+def test_openai_chat_named_on_anthropic_blocks_is_refused_with_the_format_to_name(doc):
+    """Both APIs take a list of messages: read as openai-chat, Anthropic's blocks would vanish without a word."""
+    name, docs, problems = convert(doc, "openai-chat")
+    assert docs == [] and len(problems) == 1, (docs, problems)
+    assert "anthropic-messages" in next(iter(problems.values()))
+    # Detection, or the right name, reads it whole.
+    for fmt in ("auto", "anthropic-messages"):
+        _, docs, problems = convert(doc, fmt)
+        assert len(docs) == 1 and not problems, problems
+
+
+def test_plain_text_turns_read_the_same_named_as_either_chat_format():
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]
+    _, docs, problems = convert({"messages": turns}, "openai-chat")
+    assert not problems and [e["content"] for e in events(docs[0], "message")] == ["hi", "hello"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from .anthropic_messages import ANTHROPIC_BLOCKS
 from .base import Format, Options, Parsed, Transcript, block_text, timestamp
 from .documents import content_id, documents, first_document, given_id
 from .responses import Items, arguments
@@ -90,6 +91,19 @@ def _chat(doc, t: Transcript) -> None:
             t.result(f"function_call_{legacy}", text, ts)
 
 
+def _anthropic_blocks(doc) -> list[str]:
+    """The Anthropic-only block types (tool_use, tool_result, thinking ...) a chat document's messages hold."""
+    messages = doc if isinstance(doc, list) else (doc.get("messages") if isinstance(doc, dict) else None)
+    found = {
+        b.get("type")
+        for m in messages or ()
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") in ANTHROPIC_BLOCKS
+    }
+    return sorted(found)
+
+
 def convert(doc, options: Options) -> dict:
     kind = shape(doc)
     body = doc if isinstance(doc, dict) else {}
@@ -126,6 +140,14 @@ def read(source: Source, options: Options) -> Iterator[Parsed]:
             yield Parsed(where, error=error)
         elif shape(doc) is None:
             yield Parsed(where, error="not an OpenAI conversation (no chat messages, no Responses input or output)")
+        elif _anthropic_blocks(doc):
+            # Both APIs take a list of messages; read as this one, Anthropic's blocks (its tool calls and results)
+            # would be dropped without a word.
+            yield Parsed(
+                where,
+                error=f"an Anthropic Messages conversation ({', '.join(_anthropic_blocks(doc))} blocks, which "
+                "openai-chat would drop): name anthropic-messages, or let detection choose",
+            )
         else:
             session = convert(doc, options)
             yield Parsed(f"session {session['external_id']}", doc=session)
