@@ -168,6 +168,7 @@ _NOT_A_VALUE = re.compile(
 _DESCRIPTIVE_PART = re.compile(
     r"(?i)-(?:based|encoded|hashed|sensitive|insensitive|protected|only|safe|specific|free)$"
 )
+_VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]*=")  # an environment variable, by convention upper case
 LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{20,}(?![\w/.-])")
 # In a text that talks about credentials, a longish token mixing letters and digits is the credential.
 CREDENTIAL_WORDS = re.compile(
@@ -380,8 +381,14 @@ def _scan(text: str) -> list[tuple[str, int, int]]:
             continue
         spans.append(("credential", m.start("value"), m.end("value")))
     for m in LONG_TOKEN.finditer(text):
-        if _looks_random(m.group(0)) and not _public_encoding(text, m.start(), m.group(0)):
-            spans.append(("high-entropy token", m.start(), m.end()))
+        tok, start = m.group(0), m.start()
+        # `GH_TOKEN=ghp_...`: the value is the secret, the variable's name stays (a lesson that says which variable
+        # to set is still a lesson once its value is gone).
+        named = _VARIABLE_NAME.match(tok)
+        if named and len(tok) > named.end():
+            tok, start = tok[named.end() :], start + named.end()
+        if _looks_random(tok) and not _public_encoding(text, start, tok):
+            spans.append(("high-entropy token", start, m.end()))
     # Whatever the words around it: a word with upper and lower case, a digit and a symbol is a typed password
     # (`Spring2026!Fernhill`, `support-admin / W1nter#Desk`), never a name, a path or an address.
     for m in PASSWORD_TOKEN.finditer(text):

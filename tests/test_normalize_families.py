@@ -77,3 +77,21 @@ def test_other_agents_names_for_the_shell_are_the_shell(name):
 @pytest.mark.parametrize("name", ["read_file", "Read", "grep", "web_fetch", "edit_file", "terminal_title"])
 def test_other_tools_are_not(name):
     assert not SHELL_TOOLS.match(name)
+
+
+@pytest.mark.parametrize(
+    "spelt",
+    [
+        "export APP_ENV=test && pytest -q",
+        "export APP_ENV=test; pytest -q",
+        "env APP_ENV=test pytest -q",
+        "set APP_ENV=test && pytest -q",
+        "APP_ENV=test pytest -q",
+    ],
+)
+def test_a_variable_set_for_one_command_is_one_command_however_spelt(spelt):
+    assert nz.normalize_command(spelt) == "app_env=test pytest -q"
+
+
+def test_an_export_alone_is_not_rewritten():
+    assert nz.normalize_command("export PATH") == "export path"

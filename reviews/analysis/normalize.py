@@ -382,10 +382,18 @@ def program(cmd: str) -> str:
     return ""
 
 
+# `export A=1 && cmd`, `export A=1; cmd`, `env A=1 cmd`, `set A=1 && cmd` (cmd.exe) all run `A=1 cmd`.
+_EXPORTED = re.compile(
+    r"^(?:export|set)\s+((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s*)+?)\s*(?:&&|;)\s*|^env\s+(?=[A-Za-z_]\w*=)"
+)
+
+
 @lru_cache(maxsize=65536)
 def normalize_command(cmd: str) -> str:
-    """Whitespace collapsed, lower-cased, volatile ids (uuids, long hex, timestamps, long numbers) replaced."""
-    s = collapse(cmd or "").lower()
+    """Whitespace collapsed, lower-cased, volatile ids (uuids, long hex, timestamps, long numbers) replaced; a
+    variable exported for one command written as the assignment before it (`export A=1 && cmd` is `A=1 cmd`)."""
+    s = collapse(cmd or "")
+    s = _EXPORTED.sub(lambda m: (m.group(1) or "").strip() + " " if m.group(1) else "", s).strip().lower()
     s = TS_RE.sub("<ts>", s)
     s = UUID_RE.sub("<uuid>", s)
     s = HEX_RE.sub(lambda m: "<hex>" if any(c.isdigit() for c in m.group(0)) else m.group(0), s)

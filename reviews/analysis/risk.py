@@ -87,7 +87,9 @@ def assess(
     if trusts and trusts <= {"tool", "web"}:
         source = "web pages" if "web" in trusts else "tool output"
         high.append(f"All its evidence comes from {source}, not from a user or an agent.")
-    if any(has_secret(t) for t in texts):
+    # A secret the analyzer already redacted is still a secret the lesson rode on (`GH_TOKEN=[REDACTED] gh ...`):
+    # a person decides whether what is left is a lesson.
+    if any(has_secret(t) or REDACTED in t for t in texts):
         high.append(REASON_SECRET)
 
     origins = target_origins or {}

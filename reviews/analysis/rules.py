@@ -53,7 +53,13 @@ CONVENTION = re.compile(
 ONE_OFF = re.compile(
     r"(?i)\b(?:for this one only|just this (?:once|time)|only (?:for )?this time|this time only|this once|"
     r"one[- ]time(?: only| exception)?|as a one[- ]off|(?:just|only) for (?:today|now|this (?:one|ticket|run|"
-    r"release|case|customer|incident))|as an exception|make an exception|for the moment only)\b"
+    r"release|case|customer|incident))|as an exception|make an exception|for the moment only|exceptionally|"
+    r"(?:not|never) (?:a|the) (?:habit|rule|new normal)|(?:don'?t|do not) make (?:it|this|that) (?:a|the) "
+    r"(?:habit|rule|default)|(?:today|this time),? (?:only|just)|"
+    # German, French, Spanish, Italian, Portuguese, Dutch
+    r"nur (?:dieses (?:eine )?mal|heute|ausnahmsweise)|ausnahmsweise|juste (?:cette fois|pour (?:aujourd'hui|"
+    r"cette fois|l'instant))|exceptionnellement|solo (?:por )?esta vez|(?:solo|sólo) por hoy|excepcionalmente|"
+    r"solo per (?:oggi|questa volta)|eccezionalmente|só (?:desta vez|por hoje)|alleen (?:deze keer|vandaag))(?!\w)"
 )
 LOCATION_TRIM = re.compile(r"[:#]\d+(?::\d+)?$")
 
@@ -426,7 +432,15 @@ def _fix_line(edits: list[Action], rule: str) -> str:
     return ""
 
 
-def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], skip=frozenset()) -> list[dict]:
+def _fixes(
+    actions: list[Action], served: _Served, used: set[tuple[int, int]], skip=frozenset(), exceptions=frozenset()
+) -> list[dict]:
+    """Failed calls and what made them work. ``exceptions``: positions of actions that follow a person's one-off
+    word ("just this once", "only for today"): what the agent did after it is that decision, never a lesson."""
+
+    def excepted(a: Action, b: Action) -> bool:
+        return any(a.pos < p <= b.pos for p in exceptions)
+
     out = []
     for a in actions:
         if not a.failed or not a.arg.strip() or a.pos in skip:
@@ -450,8 +464,16 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
                     out.append(_finding_changed(a, b, changed, err, sig))
                 continue
             # Retried unchanged and it worked: the successful step in between (if any) was the fix. Looking around is
-            # not a fix, and a change of the code (an edit, a patch) is the work itself, not a step to remember.
-            steps = [x for x in window[:retry] if not x.failed and x.arg.strip()]
+            # not a fix, and a change of the code (an edit, a patch) is the work itself, not a step to remember. A
+            # step the same call still failed after (`npm cache clean`, then the same failure) fixed nothing: only
+            # what ran after the last failed attempt counts.
+            last_failed = max(
+                (j for j, x in enumerate(window[:retry]) if x.name == a.name and x.failed and _same_call(a, x)),
+                default=-1,
+            )
+            if excepted(a, window[retry]):
+                continue
+            steps = [x for x in window[last_failed + 1 : retry] if not x.failed and x.arg.strip()]
             between = [x for x in steps if _same_target(a, x)] or [x for x in steps if not _inspection(x)]
             if between and _edits_code(between[0]) and not _same_target(a, between[0]):
                 continue
@@ -469,7 +491,7 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
                 not a.shell and a.keyed and b.keyed and nz.jaccard(nz.shingles(a.arg), nz.shingles(b.arg)) >= 0.4
             ):
                 fixed = True
-                if (a.pos, b.pos) in used:
+                if (a.pos, b.pos) in used or excepted(a, b):
                     break
                 used.add((a.pos, b.pos))
                 (served.recurred if served.has_command(b.arg) else out).append(_finding_corrected(a, b, err, sig))
@@ -494,6 +516,8 @@ def _fixes(actions: list[Action], served: _Served, used: set[tuple[int, int]], s
                 and (a.pos, b.pos) not in used
             ):
                 fixed = True
+                if excepted(a, b):
+                    continue
                 used.add((a.pos, b.pos))
                 f = _finding_corrected(a, b, err, sig)
                 f["confidence"] = 0.5
@@ -1333,7 +1357,8 @@ def analyze(doc: dict, served=()) -> AnalysisResult:
     findings = _corrections(actions, messages, srv, used)
     checks, handled = _diagnostics(actions, used)
     findings += checks
-    findings += _fixes(actions, srv, used, skip=handled)
+    exceptions = {before for _, role, content, before in messages if role == "user" and ONE_OFF.search(content)}
+    findings += _fixes(actions, srv, used, skip=handled, exceptions=exceptions)
     consumed = {p for pair in used for p in pair}
     findings += _lookups(actions, srv, consumed)
     findings += _guesses(actions)
