@@ -26,7 +26,8 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
     ("OpenAI-style key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}\b")),
     ("GitHub token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b")),
     ("GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{16,}\b")),
-    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    # In any case: a key lower-cased on its way (a query's words, a noun) is still the key.
+    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\b(?:akia|asia)(?=[a-z]*\d)[0-9a-z]{16}\b")),
     ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}\b")),
     ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b")),
     ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
@@ -458,10 +459,15 @@ def redact_value(value, key: str = ""):
         name = next((value[k] for k in ("name", "key", "Name", "Key") if isinstance(value.get(k), str)), "")
         out = {}
         for k, v in value.items():
+            # A key is text too (`{"DJANGO_SECRET_KEY=...": ""}`, a header line as a key): redacted like any text; two
+            # keys that redact alike keep distinct names, so no value is lost to another's.
+            safe = redact(k) if isinstance(k, str) else k
+            if safe in out:
+                safe = f"{safe}#{len(out)}"
             if name and k in ("value", "Value") and isinstance(v, str) and v and has_secret(f"{name}={v}"):
-                out[k] = REDACTED
+                out[safe] = REDACTED
             else:
-                out[k] = redact_value(v, str(k))
+                out[safe] = redact_value(v, str(safe))
         return out
     if isinstance(value, list):
         return [redact_value(v, key) for v in value]

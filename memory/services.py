@@ -64,19 +64,34 @@ class ScreenedWrite(MemoryWriteError):
         super().__init__("refused by screening: " + " ".join(self.reasons))
 
 
-def screen_agent_write(team_id: int, author: Author, content: str | None) -> None:
+def screen_agent_write(
+    team_id: int, author: Author, content: str | None, *, key: str | None = None, tags: Iterable[str] = ()
+) -> None:
     """Raise ScreenedWrite when an agent (an API key) writes text the screen refuses. People and reviewed dreams are
-    not screened here: a dream's proposals are screened by its risk rules, and poisoned ones never apply."""
-    if author.kind != AuthorKind.AGENT or not content:
+    not screened here: a dream's proposals are screened by its risk rules, and poisoned ones never apply.
+
+    Every text of the write is screened, not only its content: the key is the `## key` heading of the context an
+    agent is served, and tags are listed beside the entry (`ignore-all-previous-instructions` is text addressing
+    agents whatever field carries it; `token=ghp_...` is a secret in a tag as in the content)."""
+    texts = [t for t in (content, _as_words(key), *(_as_words(t) for t in tags or ())) if t]
+    if author.kind != AuthorKind.AGENT or not texts:
         return
     allowed = Team.objects.filter(pk=team_id).values_list("allowed_hosts", flat=True).first() or []
-    reasons = screening.screen(content, allowed_hosts=allowed)
+    reasons: list[str] = []
+    for text in texts:
+        reasons += [r for r in screening.screen(text, allowed_hosts=allowed) if r not in reasons]
     # A secret is refused, not redacted: the agent learns that its text was not stored, and nothing half-written
     # stands in memory (guardrail: secrets never reach memory; a dream's proposals are redacted instead).
-    if secret_scan.has_secret(content):
+    if any(secret_scan.has_secret(t) for t in (content, key, *(tags or ())) if t):
         reasons.append(REASON_SECRET)
     if reasons:
         raise ScreenedWrite(reasons)
+
+
+def _as_words(name: str | None) -> str:
+    """A key or tag read as the words it spells (`ignore-all-previous-instructions` -> `ignore all previous
+    instructions`), so the screen reads what an agent will read in it."""
+    return re.sub(r"[-_./:]+", " ", name).strip() if isinstance(name, str) else ""
 
 
 class ArchivedEntry(InvalidChange, MemoryWriteError):
@@ -188,7 +203,7 @@ def create_entry(
 ) -> MemoryEntry:
     key, content = validate_key(key), validate_content(content)
     validate_validity(valid_from, valid_until)
-    screen_agent_write(store.team_id, author, content)
+    screen_agent_write(store.team_id, author, content, key=key, tags=tags)
     prov = provenance or Provenance()
     now = timezone.now()
     try:
@@ -272,6 +287,7 @@ def update_entry(
         if scope_task is not _UNSET:
             current.scope_task = scope_task or None
         if tags is not _UNSET:
+            screen_agent_write(current.team_id, author, None, tags=tags or ())
             current.tags = list(tags or [])
         if pinned is not _UNSET:
             current.pinned = bool(pinned)

@@ -17,7 +17,15 @@ from skills_registry.models import Skill
 from skills_registry.services import apply_skill_change
 
 from .analysis.forgetting import RATED_DOWN
-from .models import AutonomyPolicy, PolicyChange, PolicyMode, Proposal, ProposalStatus, Risk, TargetKind
+from .models import (
+    AutonomyPolicy,
+    PolicyChange,
+    PolicyMode,
+    Proposal,
+    ProposalStatus,
+    Risk,
+    TargetKind,
+)
 
 # The longest reason a decision keeps; a longer one is refused with a message and nothing is decided.
 REASON_MAX = 2000
@@ -290,7 +298,7 @@ def policy_allows(proposal: Proposal, policy) -> bool:
     Skills are promoted by people (never auto-applied); high risk is never auto-applied; below the policy's
     confidence floor nothing is, nor anything that sessions of fewer distinct sources (credentials) than the policy's
     ``min_sources`` support (a merge of existing entries has no sessions: the rule does not apply to it), nor a
-    removal for ratings given by fewer distinct raters than that.
+    removal for ratings, or a renewal of an expired entry for ratings, given by fewer distinct raters than that.
     """
     if policy is None or proposal.target_kind == TargetKind.SKILL or proposal.risk == Risk.HIGH:
         return False
@@ -300,9 +308,16 @@ def policy_allows(proposal: Proposal, policy) -> bool:
         return False  # what fewer credentials than the policy asks for pushed waits for a person
     if proposal.kind == RATED_DOWN and proposal.prevalence_sources < policy.min_sources:
         return False  # rated down by fewer credentials than that: the same rule, ratings being its support
+    if proposal.renews and proposal.prevalence_sources < policy.min_sources and not _pinned_target(proposal):
+        return False  # renewed because it was rated helpful: by fewer raters than that, a person decides
     if policy.mode == PolicyMode.AUTO_LOW_RISK:
         return proposal.risk == Risk.LOW
     return policy.mode == PolicyMode.AUTONOMOUS
+
+
+def _pinned_target(proposal: Proposal) -> bool:
+    """A renewal of a pinned entry stands on the pin (a person's decision), not on ratings."""
+    return MemoryEntry.objects.filter(store_id=proposal.store_id, key__in=proposal.targets or [], pinned=True).exists()
 
 
 POLICY_FIELDS = (

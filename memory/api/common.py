@@ -9,6 +9,7 @@ from rest_framework import exceptions
 
 from dreamweb.api_base import PreconditionRequired
 from dreamweb.provenance import Provenance
+from dreamweb.secret_scan import redact
 from memory.models import AgentSession, MemoryEntry, MemoryStore
 
 
@@ -106,5 +107,7 @@ def provenance_for(request, key, body_session_id: str | None, reason: str) -> Pr
         return Provenance(reason=reason)
     session = AgentSession.objects.for_agent_key(key).filter(external_id=session_id).first()
     if session is None:
-        return Provenance(reason=f"{reason} (session {session_id}, not ingested yet)")
+        # Kept as text in the version's history: redacted like any text an agent sends (a header is no safer place
+        # for a secret than a body).
+        return Provenance(reason=f"{reason} (session {redact(session_id)}, not ingested yet)")
     return Provenance(session=session, reason=reason)

@@ -889,6 +889,9 @@ def _content_sequence(text: str) -> list[str]:
 SHORT_RULE = 10  # salient words of a one-line rule
 
 
+IN_BAND = "agent"  # an entry an agent wrote in-band (dreamweb.provenance.Origin.AGENT): one key's word, unreviewed
+
+
 def _merge_duplicates(index: MemoryIndex, n: int) -> list[ProposalDraft]:
     """Existing entries that say the same thing (same scope, same anchors, mostly the same words)."""
     entries = index.entries
@@ -922,9 +925,14 @@ def _merge_duplicates(index: MemoryIndex, n: int) -> list[ProposalDraft]:
     for members in groups.values():
         if len(members) < 2:
             continue
-        members.sort(key=lambda e: (-len(e.content), e.key))
+        # A reviewed or person-written entry is the base, and an agent's in-band copy adds nothing to it: a
+        # look-alike written by one key ("`make test` is optional") must not ride a merge into it. Among equals, the
+        # longest text is the base and the others add the facts it lacks.
+        members.sort(key=lambda e: (e.origin == IN_BAND, -len(e.content), e.key))
         text = members[0].content.strip()
         for other in members[1:]:
+            if other.origin == IN_BAND and members[0].origin != IN_BAND:
+                continue
             for sentence in re.split(r"(?<=[.!?])\s+", other.content.strip()):
                 have_anc, have_sal = nz.anchors(text), nz.salient(text)
                 new_facts = nz.anchors(sentence) - have_anc

@@ -26,6 +26,7 @@ from collections import Counter
 
 from . import normalize as nz
 from .findings import ProposalDraft, signature, trim
+from .risk import REDACTED, redact
 
 MIN_MISSES = 2
 MAX_WORDS = 8
@@ -132,7 +133,8 @@ def reword_draft(e, *, content: str, content_hash: str, queries: dict, n: int) -
     if len(inside) < MIN_MISSES:
         return None
     texts = [" ".join(queries.get(s.external_id, ())) + " " + " ".join(s.words.get(e.entry_id, ())) for s in inside]
-    words = missing_words(content, texts)
+    # Redacted before the words are read: they are read lower-cased, and a secret's shape is in its case (AKIA...).
+    words = [w for w in missing_words(content, [redact(t) for t in texts]) if w != REDACTED.strip("[]").lower()]
     if not words:
         return None
     base = re.sub(rf"\s*{re.escape(REWORD_PREFIX)}[^\n]*$", "", content.rstrip())

@@ -1329,7 +1329,8 @@ def _requests(messages, findings: list[dict]) -> list[dict]:
     for idx, role, text, before in messages:
         if role != "user" or before == 0 or idx in used:
             continue
-        asked = _requested(text)
+        # A request naming a secret is no lesson (its noun would be read lower-cased, past the secret's shape).
+        asked = None if has_secret(text) else _requested(text)
         if asked is None or asked in seen:
             continue
         seen.add(asked)

@@ -7,7 +7,8 @@ it was last served, its rating):
 * ``remove`` (archive it): the default, since whoever set the end date meant it to end. High risk, like every
   removal: it waits for a reviewer unless the policy says otherwise.
 * ``update`` of kind ``expired`` that renews it (the same text, the end date cleared: ``Proposal.renews``) when it is
-  pinned (a pinned entry is never proposed for removal) or rated helpful. Medium risk.
+  pinned (a pinned entry is never proposed for removal) or rated helpful. Medium risk. Renewed for ratings, its
+  ``prevalence_sources`` is the number of distinct raters, which the policy's ``min_sources`` counts.
 
 The signature names the end date, so a rejected proposal is not made again for the same expiry, and an entry renewed
 with a new end date that expires again is proposed again. Pure over the rows it reads; no session is evidence here.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from memory.effectiveness import ratings_by_entry
 from memory.models import MemoryEntry
 
 from ..analysis.findings import ProposalDraft, signature
@@ -62,6 +64,10 @@ def expiry_drafts(store, now=None) -> list[ProposalDraft]:
         )
         .order_by("valid_until", "key")[:MAX_EXPIRED]
     )
+    rows = list(rows)
+    # A renewal for ratings stands on its raters as a removal for ratings does (policy_allows counts them against the
+    # policy's min_sources): one credential's ratings never bring an expired entry back by themselves.
+    raters = {i: r.raters for i, r in ratings_by_entry(store, [e.pk for e in rows if not e.pinned]).items()}
     drafts = []
     for entry in rows:
         renew = should_renew(entry)
@@ -85,6 +91,7 @@ def expiry_drafts(store, now=None) -> list[ProposalDraft]:
                 kind=EXPIRED_KIND,
                 rationale=rationale,
                 prevalence_sessions=0,
+                prevalence_sources=raters.get(entry.pk, 0) if renew and not entry.pinned else 0,
                 prevalence_of=0,
                 confidence=confidence,
                 risk=risk,
