@@ -19,7 +19,7 @@ Written blind by a helper (stop 24); 8 of its 15 tests failed on the code it pro
 risk once redacted (and the redaction ate the variable's name); a one-off ("just this once") between a failure and its
 replacement was a lesson; a step after which the same call still failed was "the fix"; `export A=1 && cmd` was
 another command than `A=1 cmd`. Left, marked as known gaps: `npm --prefix`, a request in other words, a convention in
-prose, an extra flag splitting a corrected command.
+prose. (An extra flag splitting a corrected command: fixed later in stop 24.)
 """
 
 from __future__ import annotations
@@ -630,10 +630,6 @@ def test_a_lesson_only_one_agent_meets_over_two_tasks_is_scoped_to_that_agent(dr
     assert p.prevalence_of == 6, p.prevalence_of  # the agent's 6 sessions, not all 61
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=("known gap: a corrected command is keyed by its whole text; an extra flag in one session splits it off"),
-)
 def test_an_unrelated_extra_flag_does_not_split_the_lesson(dreamt):
     """ios-1 ran `xcodebuild test -scheme Shop -quiet` and needed the same -destination: the same lesson."""
     found = about(dreamt, "ios-")

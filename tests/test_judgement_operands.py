@@ -308,3 +308,49 @@ def test_wrong_places_that_name_something_else_do_not_make_one_place():
     ]
     res = run(docs + [filler(i) for i in range(3)])
     assert not [p for p in res.proposals if "registry.yaml" in p.content], [p.content for p in res.proposals]
+
+
+# ---------------------------------------------------------------- the same correction on a command with one more flag
+
+FLAG_FAMILIES = [
+    (
+        "xcodebuild test -scheme Shop",
+        " -destination 'platform=iOS Simulator,name=iPhone 15'",
+        "xcodebuild test -quiet -scheme Shop",
+    ),
+    ("npm test", " -- --watchAll=false", "npm test --silent"),
+    ("cargo build", " --locked", "cargo build -q"),
+]
+
+
+@pytest.mark.parametrize("base,added,variant", FLAG_FAMILIES)
+def test_the_same_correction_on_a_command_with_an_extra_flag_is_one_lesson(base, added, variant):
+    docs = []
+    for i, cmd in enumerate([base, variant, base]):
+        s = S(f"f-{i}", ["a", "b"][i % 2], "ci").say("user", "Build it.")
+        s.call("bash", cmd, "error: needs a concrete setting", error=True)
+        s.call("bash", cmd + added, "ok")
+        docs.append(s.doc)
+    res = run(docs + [filler(i) for i in range(3)])
+    assert len(res.proposals) == 1, [p.content for p in res.proposals]
+    assert res.proposals[0].prevalence_sessions == 3
+
+
+def test_different_changes_to_one_program_stay_apart():
+    docs = []
+    for i, (cmd, added) in enumerate([("npm test", " --ci"), ("npm test", " --runInBand"), ("npm test", " --silent")]):
+        s = S(f"g-{i}", "a").say("user", "Test it.")
+        s.call("bash", cmd, "error", error=True)
+        s.call("bash", cmd + added, "ok")
+        docs.append(s.doc)
+    assert run(docs + [filler(i) for i in range(3)]).proposals == []
+
+
+def test_the_same_change_to_different_programs_stays_apart():
+    docs = []
+    for i, cmd in enumerate(["pytest", "tox", "nox"]):
+        s = S(f"h-{i}", "a").say("user", "Test it.")
+        s.call("bash", cmd, "error", error=True)
+        s.call("bash", cmd + " --verbose", "ok")
+        docs.append(s.doc)
+    assert run(docs + [filler(i) for i in range(3)]).proposals == []

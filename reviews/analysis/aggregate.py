@@ -117,6 +117,12 @@ class Bucket:
                 self.new, self.old = nz.collapse(f.get("new")).lower(), nz.collapse(f.get("old")).lower()
         if fam in ("fix", "check"):
             self.sig = f.get("error_signature") or (nz.normalize_error(f["error"]) if f.get("error") else "")
+        if fam == "fix" and f.get("kind") == "corrected_command":
+            # What the correction changed, as words, with its program: the same change made to a command that
+            # carries one more unrelated flag in one session (`-quiet`) is the same correction.
+            wo, wn = nz.command_words(self.old), nz.command_words(self.new)
+            if wn - wo and nz.program(self.old) == nz.program(self.new):
+                self.delta = (nz.program(self.old), tuple(sorted(wo - wn)), tuple(sorted(wn - wo)))
         if fam == "pref":
             self.said_new = tuple(sorted(f.get("said_new") or nz.command_words(self.new) - nz.command_words(self.old)))
             self.said_old = frozenset(f.get("said_old") or nz.command_words(self.old) - nz.command_words(self.new))
@@ -135,7 +141,7 @@ class Bucket:
     def blocks(self) -> list[tuple]:
         fam = self.family
         if fam == "fix":
-            return [("fix", self.new)]
+            return [("fix", self.new)] + ([("fix-d", self.delta)] if self.delta else [])
         if fam == "check":
             return [("check", self.sig)]
         if fam in ("guess", "request"):
@@ -160,6 +166,8 @@ class Bucket:
         if fam in ("guess", "request"):
             return self.key == other.key
         if fam == "fix":
+            if self.delta and self.delta == other.delta:
+                return True
             if self.new != other.new:
                 return False
             if self.key.startswith(PREP_KEY) and other.key.startswith(PREP_KEY):
