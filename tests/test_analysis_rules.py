@@ -668,7 +668,7 @@ def test_a_search_tool_that_failed_is_replaced_by_another_looking_for_the_same()
 @pytest.mark.parametrize(
     "asked,what",
     [
-        ("Could you also write a changelog entry for this?", ("write", "entry")),
+        ("Could you also write a changelog entry for this?", ("write", "changelog")),  # the thing an entry is of
         ("please add type hints to the new helpers", ("add", "hint")),
         ("Great, now can we document the new flag in the README?", ("document", "flag")),
         ("can you add at least one regression test so we don't break this again?", ("add", "test")),

@@ -128,3 +128,44 @@ def test_a_lesson_that_rode_on_a_redacted_secret_is_high_risk(cmd, name):
 def test_a_draft_naming_redacted_text_is_high_risk():
     level, reasons = risk.assess({"operation": "add", "content": f"Use `X={REDACTED} tool run`.", "evidence": []})
     assert level == "high" and risk.REASON_SECRET in reasons
+
+
+# ---------------------------------------------------------------- a request for the step the agent forgot
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Looks good. You forgot the changelog though: please add a changelog entry for this.",
+        "Nice. Now add an entry to the changelog too, we always do that.",
+        "One more thing before we wrap up: add a line to the CHANGELOG for this fix.",
+        "Could you also write a changelog note?",
+    ],
+)
+def test_a_request_for_a_piece_of_something_is_keyed_by_that_something(said):
+    s = S("q-1", "a").say("user", "Fix the bug.").call("bash", "pytest -q", "5 passed").say("user", said)
+    keys = [f["key"] for f in analyze(s.doc).findings if f["kind"] == "request"]
+    assert len(keys) == 1 and keys[0].endswith(" changelog"), keys
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Don't add a changelog entry for this one.",
+        "Why did you add an entry to the changelog?",
+        "Add it.",
+    ],
+)
+def test_what_is_no_request_for_a_forgotten_step_stays_quiet(said):
+    s = S("q-2", "a").say("user", "Fix the bug.").call("bash", "pytest -q", "5 passed").say("user", said)
+    assert not [f for f in analyze(s.doc).findings if f["kind"] == "request"]
+
+
+def test_requests_for_pieces_of_different_things_stay_apart():
+    docs = []
+    for i, said in enumerate(
+        ["Add a line to the README.", "Add an entry to the changelog.", "Add a note in the docs."]
+    ):
+        s = S(f"r-{i}", "a").say("user", "Fix it.").call("bash", "pytest -q", "ok").say("user", said)
+        docs.append(s.doc)
+    assert run(docs + [filler(i) for i in range(3)]).proposals == []

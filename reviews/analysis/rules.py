@@ -1293,32 +1293,57 @@ _CLAUSE_END = re.compile(r"[,;:?!]|\.(?:\s|$)|\s(?:so|because|since|as)\s")
 _QUANTIFIER = re.compile(r"(?i)^(?:at least|at most|a couple of|a few|one or two)\s+")
 
 
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+# Heads that name a piece of something else ("a changelog entry", "a line in the README"): what is asked for is that
+# something, named by the word before the head or by where the piece goes.
+_PIECE_HEADS = _wordset("entry line note item section paragraph row record mention bullet bit sentence word")
+_DESTINATION = re.compile(r"(?i)^\s*(?:to|in|into|on)\s+(?:the|our|your|this|that)?\s*([A-Za-z][\w-]*)")
+
+
 def _requested(text: str) -> tuple[str, str] | None:
-    """(verb, the head noun of what is asked for, singular) of a request for an addition, else None."""
+    """(verb, the noun of what is asked for, singular) of a request for an addition, else None: the phrase's head
+    noun, or, when the head is a piece of something ("a changelog entry", "a line to the CHANGELOG"), that
+    something."""
     if len(text) > 300 or _REQUEST_NOT.search(_CLAUSE_END.split(text, maxsplit=1)[0]):
         return None
     m = _REQUEST_LEAD.match(text.strip())
     if m is None:
         return None
     phrase: list[str] = []
-    for tok in re.findall(r"[A-Za-z][\w'-]*|[^\w\s]", _QUANTIFIER.sub("", m.group("rest"))):
-        low = tok.lower()
+    rest = _QUANTIFIER.sub("", m.group("rest"))
+    after = ""
+    for tok in re.finditer(r"[A-Za-z][\w'-]*|[^\w\s]", rest):
+        low = tok.group(0).lower()
         # `a safety check looking at ...`: a participle after the noun ends the phrase (not `some logging`)
-        if not tok[0].isalpha() or low in _NP_STOP or (low.endswith("ing") and set(phrase) - _NP_DETERMINERS):
+        if not low[0].isalpha() or low in _NP_STOP or (low.endswith("ing") and set(phrase) - _NP_DETERMINERS):
+            after = rest[tok.start() :]
             break
         phrase.append(low)
         if len(phrase) > 5:
             return None
     if not phrase or (len(phrase) == 1 and phrase[0] in _NP_PRONOUNS):
         return None
-    head = phrase[-1]
-    if head.endswith("ies") and len(head) > 4:
-        head = head[:-3] + "y"
-    elif head.endswith("s") and not head.endswith("ss") and len(head) > 3:
-        head = head[:-1]
+    head = _singular(phrase[-1])
+    if head in _PIECE_HEADS:
+        where = _DESTINATION.match(after)
+        words = [w for w in phrase[:-1] if w not in _NP_DETERMINERS]
+        if where:
+            head = _singular(where.group(1).lower())
+        elif words:
+            head = _singular(words[-1])
     if head in _NP_PRONOUNS or len(head) < 3:
         return None
     return m.group("verb").lower(), head
+
+
+_SENTENCE = re.compile(r"(?<=[.!?:;])\s+")
 
 
 def _requests(messages, findings: list[dict]) -> list[dict]:
@@ -1329,8 +1354,11 @@ def _requests(messages, findings: list[dict]) -> list[dict]:
     for idx, role, text, before in messages:
         if role != "user" or before == 0 or idx in used:
             continue
-        # A request naming a secret is no lesson (its noun would be read lower-cased, past the secret's shape).
-        asked = None if has_secret(text) else _requested(text)
+        # A request naming a secret is no lesson (its noun would be read lower-cased, past the secret's shape). The
+        # request may come after other words ("Looks good. You forgot the changelog: please add an entry."): each
+        # sentence is read, the first request counts.
+        clauses = [c for c in _SENTENCE.split(text.strip()) if c] if len(text) <= 600 else []
+        asked = None if has_secret(text) else next((a for c in clauses if (a := _requested(c))), None)
         if asked is None or asked in seen:
             continue
         seen.add(asked)
