@@ -42,11 +42,13 @@ PAGES = {
 }
 
 
-def error_page(request, status: int, exception=None) -> HttpResponse:
+def error_page(request, status: int, exception=None, *, reason: str = "") -> HttpResponse:
     """A branded error page. A 403 names what was needed (the gates' messages say which role); a 404 says nothing of
-    what it looked for, so that another team's object and a missing one read the same."""
+    what it looked for, so that another team's object and a missing one read the same. ``reason``: what the caller
+    knows went wrong (a 400 of the input guard names the field)."""
     title, text, show_reason = PAGES[status]
-    reason = str(exception) if show_reason and exception is not None and str(exception) else ""
+    if not reason and show_reason and exception is not None:
+        reason = str(exception)
     context = {"status": status, "error_title": title, "error_text": text, "reason": reason}
     try:
         body = render_to_string("error_page.html", context, request=request)
@@ -55,6 +57,13 @@ def error_page(request, status: int, exception=None) -> HttpResponse:
             request, exception
         )
     return HttpResponse(body, status=status)
+
+
+def refused_input(request, refused) -> HttpResponse:
+    """400 for a page's query string or form that the input guard refuses (dreamweb.input_guard.param_problem),
+    naming the field and what is wrong with it, so the person knows what to take out."""
+    detail = f"“{refused.path}” {refused.message}. Nothing was searched or saved: remove it and try again."
+    return error_page(request, 400, reason=detail)
 
 
 def not_found(request, exception=None) -> HttpResponse:

@@ -8,6 +8,8 @@
   range (an id is 1 to 2**63 - 1, a bigint), else None; path ids are Django's int converter (out of range: 404).
 * Bodies larger than ``DREAMWEB_MAX_REQUEST_BYTES`` are refused by ``dreamweb.middleware.InputGuardMiddleware``
   before anything reads them.
+* A page's query string or form holding text PostgreSQL cannot store (``param_problem``) is refused by
+  ``dreamweb.middleware.PageInputMiddleware`` before any view filters or saves with it.
 
 Each caller turns a ``Refused`` into its own answer (a JSON 400 in the API, a rejected line in an import).
 """
@@ -215,6 +217,19 @@ def find_problem(value, hints: Hints = EVERYTHING, *, root: str = "body") -> Ref
                 ):
                     return found
         stack.extend(reversed(children))  # in document order
+    return None
+
+
+def param_problem(params) -> Refused | None:
+    """The first name or value of a query string or form (a QueryDict) holding text the database cannot store (NUL;
+    decoding replaces what is not UTF-8, so no lone surrogate comes this way), as a Refused, or None. Its ``path`` is
+    the parameter's name, or "a parameter name" when the name itself is at fault (it is shown on the page)."""
+    for name, values in params.lists():
+        if bad := _UNSTORABLE.search(name):
+            return Refused("unstorable", "a parameter name", _unstorable(bad.group()))
+        for value in values:
+            if isinstance(value, str) and (bad := _UNSTORABLE.search(value)):
+                return Refused("unstorable", name, _unstorable(bad.group()))
     return None
 
 

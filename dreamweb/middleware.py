@@ -1,5 +1,5 @@
 """Request middleware: the input guard's size limit, then one transaction per request whose row-level-security
-scope is the signed-in person's teams.
+scope is the signed-in person's teams; the input guard's rule for pages' query strings and forms.
 
 Agent API requests start with an empty scope; the API-key authentication narrows it to the key's team once the key
 is known (see dreamweb.api_auth). Anonymous requests see no team's rows at all. Superusers are no exception: the web
@@ -9,7 +9,7 @@ app cannot see every team at once (dreamweb.rls), so the admin shows a superuser
 from django.conf import settings
 from django.db import transaction
 
-from . import errors, rls
+from . import errors, input_guard, rls
 
 
 class InputGuardMiddleware:
@@ -42,6 +42,26 @@ class TeamScopeMiddleware:
             else:
                 rls.set_scope("")
             return self.get_response(request)
+
+
+class PageInputMiddleware:
+    """A page's query string or form holding text PostgreSQL cannot store (NUL) is answered with a 400 page naming
+    the field, before any view filters or saves with it: a filter or a save with a NUL is a DataError, a 500. One
+    rule for every page, present and future, instead of a check in each view and form (Django's CharField refuses
+    NUL, but views read query strings directly and fields that split text into lists skip its check). Under /api/
+    the serializers refuse the same text with the API's JSON 400 (and dreamweb.input_guard checks its bodies)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not errors.is_api(request):
+            problem = input_guard.param_problem(request.GET)
+            if problem is None and request.method == "POST":
+                problem = input_guard.param_problem(request.POST)
+            if problem is not None:
+                return errors.refused_input(request, problem)
+        return self.get_response(request)
 
 
 class NoTeamMiddleware:

@@ -1,7 +1,7 @@
 # ruff: noqa: F811 - pytest fixtures imported from tests.api_support
 """One input guard for the API and the pages: JSON nested too deeply, non-finite numbers (with their path), ids out
-of range, newline paths, oversized bodies and oversized entries are each answered with a clear 4xx (JSON under
-/api/), never a 500 or an HTML page where the API promises JSON."""
+of range, newline paths, oversized bodies, oversized entries and NUL characters in a page's query string or form are
+each answered with a clear 4xx (JSON under /api/), never a 500 or an HTML page where the API promises JSON."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from reviews.models import DreamRun
 from tests.api_support import Api, fast_passwords, keys, make_key, session_doc  # noqa: F401 - fixtures
 from tests.factories import make_entry, make_proposal
 from tests.page_support import PageClient
+from tests.test_pages_permissions import ACTIONS, PAGES, objs  # noqa: F401 - objs is a fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
 
@@ -240,6 +241,76 @@ def test_skill_diff_with_version_numbers_out_of_range(world):
     make_skill(world.team_a, name="release")
     r = _login(world).get("/skills/team-a/release/diff/", {"a": HUGE, "b": HUGE})
     assert r.status_code in (200, 404)
+
+
+# --- NUL in a page's query string or form: a 400 page naming the field -----------------------------------------------
+
+
+def test_param_problem_names_the_field_or_says_it_is_a_name():
+    from django.http import QueryDict
+
+    assert input_guard.param_problem(QueryDict("q=a&page=2")) is None
+    assert input_guard.param_problem(QueryDict("q=ok&agent=a%00b")).path == "agent"
+    assert input_guard.param_problem(QueryDict("a%00b=1")).path == "a parameter name"
+    assert input_guard.param_problem(QueryDict("ids=1&ids=2%00")).path == "ids"  # any value of a list
+
+
+LISTS = ["/reviews/", "/reviews/decided/", "/reviews/runs/", "/memory/", "/memory/sessions/", "/skills/"]
+# Parameters the pages read (filters, search, paging) and one no page reads: the rule holds for every parameter.
+NUL_PARAMS = ["q", "agent", "outcome", "task", "store", "kind", "risk", "status", "scope", "sort", "page", "next", "zz"]
+
+
+def _nul_refused(response, name: str) -> None:
+    assert response.status_code == 400, (name, response.status_code)
+    assert response["Content-Type"].startswith("text/html")
+    assert "must not contain NUL characters" in response.text and f"“{name}”" in response.text, response.text[-800:]
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_nul_in_any_query_string_of_any_page_is_a_400_naming_it(world, objs, htmx):
+    client = PageClient(raise_request_exception=False)
+    client.force_login(world.adam)  # every page's role
+    a = objs["a"]
+    pages = LISTS + [f"/memory/stores/{world.store_a.pk}/"] + [url(a) for _, url, _ in PAGES]
+    headers = {"HX-Request": "true"} if htmx else {}
+    for page in pages:
+        for name in NUL_PARAMS:
+            _nul_refused(client.get(page, {name: "a\x00b"}, headers=headers), name)
+        assert client.get(page, {"q": "a b"}, headers=headers).status_code == 200, page
+
+
+@pytest.mark.parametrize(("name", "url", "data", "role"), ACTIONS, ids=[a[0] for a in ACTIONS])
+def test_a_nul_in_any_form_field_of_any_action_is_a_400_and_changes_nothing(world, objs, name, url, data, role):
+    from memory.models import MemoryVersion
+    from reviews.models import PolicyChange, Proposal
+
+    a = objs["a"]
+    client = PageClient(raise_request_exception=False)
+    client.force_login(world.adam)  # every action's role
+    before = (MemoryVersion.objects.count(), PolicyChange.objects.count(), list(Proposal.objects.values("status")))
+    payload = data(a)
+    for field in [*payload, "reason", "next"]:
+        _nul_refused(client.post(url(a), {**payload, field: "a\x00b"}), field)
+    after = (MemoryVersion.objects.count(), PolicyChange.objects.count(), list(Proposal.objects.values("status")))
+    assert after == before
+
+
+def test_the_policy_forms_agent_list_with_a_nul_is_refused_not_a_500(world):
+    """The probe's case: the agents field splits its text into a list, which Django's own NUL check did not see."""
+    from reviews.models import PolicyChange
+
+    client = PageClient(raise_request_exception=False)
+    client.force_login(world.adam)
+    form = {"mode": "manual", "min_sessions": 4, "min_share": 0.1, "min_confidence_auto": 0.7, "max_sessions": 500}
+    form.update(token_budget=100000, schedule_minutes=60, analyzer="rules", agents="deploy-bot, a\x00b")
+    _nul_refused(client.post(f"/reviews/stores/{world.store_a.pk}/policy/", form), "agents")
+    world.store_a.refresh_from_db()
+    assert world.store_a.agents == [] and not PolicyChange.objects.exists()
+
+
+def test_the_api_keeps_its_own_json_400_for_a_nul_in_a_query_string(api):
+    r = api.get("/api/v1/sessions/", query={"agent": "a\x00b"})
+    assert r.status_code == 400 and r["Content-Type"] == "application/json", r.content[:300]
 
 
 # --- newline paths and other /api/ paths: JSON, always ---------------------------------------------------------------
