@@ -1,13 +1,20 @@
 """Request middleware: the input guard's size limit, then one transaction per request whose row-level-security
-scope is the signed-in person's teams; the input guard's rule for pages' query strings and forms.
+scope is the signed-in person's teams; htmx requests that need a sign-in; the input guard's rule for pages' query
+strings and forms.
 
 Agent API requests start with an empty scope; the API-key authentication narrows it to the key's team once the key
 is known (see dreamweb.api_auth). Anonymous requests see no team's rows at all. Superusers are no exception: the web
 app cannot see every team at once (dreamweb.rls), so the admin shows a superuser the teams they belong to.
 """
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
 from django.db import transaction
+from django.shortcuts import resolve_url
+from django.utils.cache import patch_vary_headers
+from django_htmx.http import HttpResponseClientRedirect
 
 from . import errors, input_guard, rls
 
@@ -42,6 +49,32 @@ class TeamScopeMiddleware:
             else:
                 rls.set_scope("")
             return self.get_response(request)
+
+
+class HtmxLoginMiddleware:
+    """An htmx request that needs a sign-in (the session expired, or the person signed out in another tab) is sent to
+    the sign-in page as a whole page: htmx would follow Django's plain redirect and swap the sign-in form into the
+    card or the list. The redirect becomes an ``HX-Redirect`` to the sign-in page whose ``next`` is the page the
+    person was on (``HX-Current-URL``, same origin only), not the partial or the POST that asked: after signing in
+    they land on the page, not on a fragment or a 405. Every page's ``login_required`` goes through here; requests
+    without htmx keep Django's redirect."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if not getattr(request, "htmx", False) or response.status_code != 302 or not _to_sign_in(response):
+            return response
+        page = request.htmx.current_url_abs_path
+        login = redirect_to_login(page).url if page else resolve_url(settings.LOGIN_URL)
+        answer = HttpResponseClientRedirect(login)
+        patch_vary_headers(answer, ["HX-Request"])
+        return answer
+
+
+def _to_sign_in(response) -> bool:
+    return urlsplit(response.get("Location", "")).path == resolve_url(settings.LOGIN_URL)
 
 
 class PageInputMiddleware:

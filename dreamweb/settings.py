@@ -66,6 +66,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # An htmx request that needs a sign-in gets an HX-Redirect to the sign-in page, not the page in its target.
+    "dreamweb.middleware.HtmxLoginMiddleware",
     # With the person's header known: a query string or form with a NUL is a 400 page naming the field.
     "dreamweb.middleware.PageInputMiddleware",
     # A signed-in person in no team gets a page saying how to join or start one (dreamweb.gates.NoTeam).

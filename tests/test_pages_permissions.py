@@ -1,11 +1,12 @@
 # ruff: noqa: F811 - the page_support fixtures (client, fast hashing) are imported by name
 """Every page and action against the personas: another team's object is a 404 (its existence is hidden), a role
-too low is a 403, a POST-only action answers GET with 405, anonymous people are sent to sign in, and a POST without
-the CSRF token fails."""
+too low is a 403, a POST-only action answers GET with 405, anonymous people are sent to sign in (an htmx request as
+a whole page, HX-Redirect), and a POST without the CSRF token fails."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.urls import reverse
@@ -209,6 +210,53 @@ def test_actions(world, objs, name, url, data, role):
     # And with it, the action goes through.
     response = _as(allowed).post(target, payload)
     assert response.status_code in (200, 201, 302), response.status_code
+
+
+LISTS = ["reviews:queue", "reviews:decided", "reviews:runs", "memory:stores", "memory:sessions", "skills_registry:list"]
+
+
+def _htmx_requests(o):
+    """(method, url, data) of every page, list and action, as htmx sends them from a card or a list."""
+    yield from (("get", url(o), {}) for _, url, _ in PAGES)
+    yield from (("get", reverse(name) + "?page=1", {}) for name in LISTS)
+    yield ("get", reverse("reviews:evidence", args=[o.proposal.pk]), {})
+    yield from (("post", url(o), data(o)) for _, url, data, _ in ACTIONS)
+
+
+def _sign_in_target(response) -> tuple[str, list[str]]:
+    target = urlsplit(response["HX-Redirect"])
+    return target.path, parse_qs(target.query).get("next", [])
+
+
+def test_an_htmx_request_without_a_sign_in_is_sent_to_the_sign_in_page_as_a_whole_page(world, objs):
+    """After a sign-out (or an expired session) htmx must not swap the sign-in form into a card: HX-Redirect to the
+    sign-in page, coming back to the page the person was on (HX-Current-URL), not to the partial or the POST."""
+    a = objs["a"]
+    page = reverse("reviews:queue") + "?risk=high"
+    headers = {"HX-Request": "true", "HX-Current-URL": "http://testserver" + page}
+    for method, url, data in _htmx_requests(a):
+        response = getattr(Client(), method)(url, data, headers=headers)
+        assert response.status_code == 200 and "Location" not in response, (url, response.status_code)
+        assert _sign_in_target(response) == (reverse("login"), [page]), url
+        assert response.content == b"", url
+    a.proposal.refresh_from_db()
+    assert a.proposal.status == "pending"
+
+
+def test_an_htmx_sign_in_redirect_never_comes_back_to_another_site_and_plain_requests_keep_the_redirect(world, objs):
+    url = reverse("reviews:approve", args=[objs["a"].proposal.pk])
+    elsewhere = Client().post(url, headers={"HX-Request": "true", "HX-Current-URL": "https://evil.example/x"})
+    assert _sign_in_target(elsewhere) == (reverse("login"), [])
+    unnamed = Client().get(reverse("reviews:queue"), headers={"HX-Request": "true"})
+    assert _sign_in_target(unnamed) == (reverse("login"), [])
+    plain = Client().get(reverse("reviews:queue") + "?page=1")
+    assert plain.status_code == 302 and plain.url == reverse("login") + "?next=/reviews/%3Fpage%3D1"
+    assert "HX-Redirect" not in plain
+
+
+def test_a_signed_in_htmx_request_is_answered_as_before(world, objs):
+    response = _as(world.alice).get(reverse("reviews:queue") + "?page=1", headers={"HX-Request": "true"})
+    assert response.status_code == 200 and "HX-Redirect" not in response
 
 
 def test_csrf_token_from_the_page_is_accepted(world, objs):
