@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -40,7 +41,12 @@ class AutonomyPolicy(models.Model):
         help_text="Fewest distinct credentials (API keys, people, import runs) whose sessions must support a change "
         "for it to apply without a reviewer.",
     )
-    max_sessions = models.PositiveIntegerField(default=1000, help_text="Most sessions one cycle reads.")
+    # At least 1: a dream reads at most this many sessions, so 0 would make every dream of the store read nothing.
+    max_sessions = models.PositiveIntegerField(
+        default=1000,
+        validators=[MinValueValidator(1, "At least 1 session: a dream reads at most this many, so 0 would read none.")],
+        help_text="Most sessions one cycle reads (at least 1).",
+    )
     token_budget = models.PositiveIntegerField(default=2_000_000, help_text="Most LLM tokens one cycle may spend.")
     schedule_enabled = models.BooleanField(default=False)
     schedule_minutes = models.PositiveIntegerField(default=24 * 60, help_text="Dream every N minutes.")

@@ -400,6 +400,34 @@ def test_policy_form_rejects_bad_values(client, world):
     assert not PolicyChange.objects.exists()
 
 
+POLICY = {
+    "mode": "manual",
+    "min_sessions": 3,
+    "min_share": 0,
+    "min_confidence_auto": 0.6,
+    "max_sessions": 500,
+    "token_budget": 1000,
+    "schedule_minutes": 60,
+    "analyzer": "rules",
+}
+
+
+def test_a_policy_that_would_read_no_session_is_refused_on_the_page_and_in_the_admin(client, world):
+    """max_sessions caps what a dream reads: 0 would make every dream of the store read nothing. The rule is the
+    model field's, so the page and the admin refuse it alike; 1 is the smallest budget."""
+    from reviews.admin import PolicyAdminForm
+
+    client = login(client, world.adam)
+    url = reverse("reviews:policy", args=[world.store_a.pk])
+    response = client.post(url, {**POLICY, "max_sessions": 0})
+    assert response.status_code == 200 and "At least 1 session" in response.content.decode()
+    assert not PolicyChange.objects.exists()
+    admin_form = PolicyAdminForm({**POLICY, "store": world.store_a.pk, "max_sessions": 0, "min_sources": 2})
+    assert not admin_form.is_valid() and "max_sessions" in admin_form.errors
+    assert client.post(url, {**POLICY, "max_sessions": 1}).status_code == 302
+    assert world.store_a.policy.max_sessions == 1
+
+
 def test_policy_page_read_only_for_reviewers(client, world):
     html = login(client, world.alice).get(reverse("reviews:policy", args=[world.store_a.pk])).content.decode()
     assert "read only" in html and "Save policy" not in html and "disabled" in html
