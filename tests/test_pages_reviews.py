@@ -4,6 +4,7 @@ the personas (alice reviews A, victor views A, adam administers A, bob reviews B
 
 from __future__ import annotations
 
+import html as html_module
 import re
 from datetime import timedelta
 
@@ -297,6 +298,46 @@ def test_edit_to_empty_keeps_the_card_with_an_error(client, world):
     assert "The edited text is empty." in body and f'id="card-{proposal.pk}"' in body
     proposal.refresh_from_db()
     assert proposal.status == "pending"
+
+
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        ({"key": ""}, "The key is refused"),
+        ({"key": "   "}, "The key is refused"),
+        ({"key": "k" * 201}, "at most 200 characters"),
+        ({"content": "   "}, "The edited text is empty."),
+        ({"reason": "r" * 2001}, "The reason is too long"),
+    ],
+    ids=["empty-key", "blank-key", "long-key", "blank-text", "long-reason"],
+)
+@pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "plain"])
+def test_a_refused_edited_approval_shows_the_edit_card_again_as_typed(client, world, bad, error, htmx):
+    """Whatever the edit form sent is shown again with the reason it was refused (htmx: the edit card in place of
+    the card; without JavaScript: the proposal's page in edit mode), and nothing is decided or saved."""
+    proposal = make_proposal(world.store_a, content="The dream's text.")
+    typed = {"content": "The reviewer's text.", "key": "reviewers-key", "scope_agent": "deploy-bot"}
+    typed.update(scope_task="release", reason="the reviewer's note")
+    typed.update(bad)
+    response = login(client, world.alice).post(
+        reverse("reviews:approve", args=[proposal.pk]),
+        {"edited": "1", "next": "/reviews/", **typed},
+        **(HTMX if htmx else {}),
+    )
+    assert response.status_code == (200 if htmx else 400)
+    html = response.content.decode()
+    assert 'class="form-error" role="alert"' in html and error in html
+    assert 'name="edited" value="1"' in html and f'id="card-{proposal.pk}"' in html  # the edit card
+    for name, value in typed.items():
+        shown = re.search(rf'name="{name}"[^>]*value="([^"]*)"', html) or re.search(
+            rf'name="{name}"[^>]*>([^<]*)</textarea>', html
+        )
+        assert shown and html_module.unescape(shown.group(1)) == value, name
+    if not htmx:
+        assert "<html" in html and "Proposal #" in html
+    proposal.refresh_from_db()
+    assert proposal.status == ProposalStatus.PENDING and proposal.content == "The dream's text."
+    assert proposal.key_hint != "reviewers-key" and not MemoryEntry.objects.filter(key="reviewers-key").exists()
 
 
 def test_bulk_approve_and_reject(client, world):

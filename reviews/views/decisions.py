@@ -68,6 +68,17 @@ def edit(request, pk: int):
     return render(request, "reviews/proposal.html", {**context, "team": proposal.team, "full_evidence": True})
 
 
+def _as_typed(proposal: Proposal, form: DecisionForm) -> Proposal:
+    """The proposal as the edit form has it, nothing saved: its text and the key of an add, so the card's diff
+    follows what was typed (the live preview, and the edit card shown again after a refusal)."""
+    content = form.cleaned_data.get("content")
+    if content and proposal.operation != "remove":
+        proposal.content = content
+    if (key := form.cleaned_data.get("key")) and proposal.operation == "add":
+        proposal.key_hint = key
+    return proposal
+
+
 @login_required
 @require_POST
 def preview(request, pk: int):
@@ -75,12 +86,28 @@ def preview(request, pk: int):
     proposal = proposal_for(request, pk)
     form = DecisionForm(request.POST)
     form.is_valid()
-    content = form.cleaned_data.get("content")
-    if content and proposal.operation != "remove":
-        proposal.content = content
-    if (key := form.cleaned_data.get("key")) and proposal.operation == "add":
-        proposal.key_hint = key
-    return HttpResponse(card_body.changes(_card(proposal)))
+    return HttpResponse(card_body.changes(_card(_as_typed(proposal, form))))
+
+
+def _edit_again(request, proposal: Proposal, form: DecisionForm, error: str):
+    """An edited approval that was refused (an empty or over-long key, an empty text, a reason too long): the edit
+    card again with everything the reviewer typed (``typed``: text, key, scope, note) and why, so nothing of it is
+    lost. htmx swaps it in place of the card (200: htmx swaps no error status); without JavaScript it is the
+    proposal's page in edit mode (400), not a redirect that would drop the typed values."""
+    next_url = safe_next(request, reverse("reviews:queue"))
+    context = {
+        "p": _card(_as_typed(proposal, form), every_session=not request.htmx),
+        "can_decide": True,
+        "editing": True,
+        "typed": form.data,
+        "edit_error": error,
+        "next": next_url,
+    }
+    if request.htmx:
+        context.update(counters_context(request, proposal.team, store_from_next(next_url)))
+        return render(request, "reviews/decision_response.html", context)
+    context.update(team=proposal.team, full_evidence=True)
+    return render(request, "reviews/proposal.html", context, status=400)
 
 
 def _outcome_message(request, proposal: Proposal, others: dict | None = None) -> tuple[str, str]:
@@ -141,7 +168,10 @@ def _same_elsewhere(request, proposal: Proposal, ids: list[int]) -> list[Proposa
 def approve(request, pk: int):
     proposal = proposal_for(request, pk)
     form = DecisionForm(request.POST)
+    edited = bool(request.POST.get("edited"))  # from the edit form: a refusal shows it again, as typed
     if not form.is_valid():
+        if edited:
+            return _edit_again(request, proposal, form, _form_error(form))
         return _respond(request, proposal, messages.ERROR, _form_error(form), keep_card=True)
     content = form.cleaned_data.get("content")
     reason = form.cleaned_data.get("reason") or ""
@@ -151,6 +181,8 @@ def approve(request, pk: int):
     except services.NotPending as exc:
         return _respond(request, proposal_for(request, pk), messages.WARNING, str(exc), keep_card=False)
     except services.DecisionError as exc:
+        if edited:
+            return _edit_again(request, proposal_for(request, pk), form, str(exc))
         return _respond(request, proposal_for(request, pk), messages.ERROR, str(exc), keep_card=True)
     done = services.bulk_decide(others, user=request.user, approve_them=True, reason=reason) if others else None
     level, text = _outcome_message(request, result, done)
