@@ -7,8 +7,11 @@ and navigation, and ``templates/500.html``, which needs neither a request nor th
 
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
 from django.views import defaults
@@ -42,14 +45,14 @@ PAGES = {
 }
 
 
-def error_page(request, status: int, exception=None, *, reason: str = "") -> HttpResponse:
+def error_page(request, status: int, exception=None, *, reason: str = "", sent=()) -> HttpResponse:
     """A branded error page. A 403 names what was needed (the gates' messages say which role); a 404 says nothing of
     what it looked for, so that another team's object and a missing one read the same. ``reason``: what the caller
     knows went wrong (a 400 of the input guard names the field)."""
     title, text, show_reason = PAGES[status]
     if not reason and show_reason and exception is not None:
         reason = str(exception)
-    context = {"status": status, "error_title": title, "error_text": text, "reason": reason}
+    context = {"status": status, "error_title": title, "error_text": text, "reason": reason, "sent": sent}
     try:
         body = render_to_string("error_page.html", context, request=request)
     except Exception:  # noqa: BLE001 - an error page must not fail: Django's plain page, then
@@ -60,10 +63,29 @@ def error_page(request, status: int, exception=None, *, reason: str = "") -> Htt
 
 
 def refused_input(request, refused) -> HttpResponse:
-    """400 for a page's query string or form that the input guard refuses (dreamweb.input_guard.param_problem),
-    naming the field and what is wrong with it, so the person knows what to take out."""
+    """A page's query string or form that the input guard refuses (dreamweb.input_guard.param_problem), naming the
+    field and what is wrong with it. htmx: the message in the page's flash area (htmx swaps no 4xx answer, and the
+    card or list it targeted stays as it was). Otherwise a 400 page; for a form it shows back the text that was sent
+    (the NUL marked ␀; never a password or the CSRF token), so nothing typed is lost."""
+    from django.contrib import messages
+    from django_htmx.http import reswap, retarget
+
     detail = f"“{refused.path}” {refused.message}. Nothing was searched or saved: remove it and try again."
-    return error_page(request, 400, reason=detail)
+    if getattr(request, "htmx", False):
+        messages.error(request, detail)
+        return retarget(reswap(render(request, "dreamweb/messages.html"), "innerHTML"), "#flash")
+    sent = [
+        (name, value.replace("\x00", "␀"))
+        for name, values in (request.POST.lists() if request.method == "POST" else ())
+        if not _SECRET_FIELD.search(name)
+        for value in values
+        if value.strip()
+    ]
+    return error_page(request, 400, reason=detail, sent=sent)
+
+
+# Fields whose value a refusal page never shows back.
+_SECRET_FIELD = re.compile(r"password|secret|token|csrf", re.IGNORECASE)
 
 
 def not_found(request, exception=None) -> HttpResponse:
