@@ -68,7 +68,11 @@ class MemoryEntryAdmin(ServiceAdmin):
         }
         try:
             if change:
-                saved = update_entry(obj, base_hash=data.get("base_hash") or None, author=author, **fields)
+                saved = update_entry(
+                    obj, base_hash=data.get("base_hash") or None, author=author, skip_unchanged=True, **fields
+                )
+                if saved.version == obj.version:
+                    self.message_user(request, "Nothing changed: no new version was written.")
             else:
                 saved = create_entry(data["store"], key=data["key"], author=author, **fields)
         except (StaleWrite, InvalidChange, EntryExists) as exc:

@@ -267,10 +267,17 @@ def update_entry(
     status: str | None = None,
     provenance: Provenance | None = None,
     operation: str = Operation.UPDATE,
+    skip_unchanged: bool = False,
 ) -> MemoryEntry:
     """Change an entry if it is still at ``base_version`` (or has ``base_hash``, for proposals); returns the fresh
     entry. Raises StaleWrite when it changed meanwhile, ArchivedEntry when it is archived or superseded and stays so
-    (a superseded entry comes back only by a restore, which unlinks its replacement)."""
+    (a superseded entry comes back only by a restore, which unlinks its replacement).
+
+    ``skip_unchanged``: an edit (the entry page's form, the API's PUT and PATCH, the admin) that would leave the
+    entry exactly as it is writes no version and returns the entry as it is, its version unchanged (checked after
+    the stale check: a stale edit is refused even when it changes nothing). Reviewed changes, reverts, rollbacks
+    and imports always write or decide for themselves: their version records a decision (a proposal's applied
+    versions must be versions it wrote)."""
     prov = provenance or Provenance()
     with transaction.atomic():
         current = _locked(entry)
@@ -278,6 +285,7 @@ def update_entry(
         if current.status != EntryStatus.ACTIVE and (status or current.status) != EntryStatus.ACTIVE:
             raise ArchivedEntry(current)
         previous_hash = current.content_hash
+        before = _state(current)
         if content is not None:
             current.content = validate_content(content)
             screen_agent_write(current.team_id, author, current.content)
@@ -302,12 +310,29 @@ def update_entry(
             current.status = status
             if status == EntryStatus.ACTIVE:
                 current.superseded_by_id = None
+        if skip_unchanged and _state(current) == before:
+            return current
         current.origin = origin_of(author.kind, prov.proposal_id)  # the latest version's, as every page shows it
         current.version += 1
         current.updated_at = timezone.now()
         current.save()
         _record(current, operation, previous_hash, author, prov)
     return current
+
+
+def _state(entry: MemoryEntry) -> tuple:
+    """What a version records of an entry (MemoryVersion's fields): two equal states are the same version."""
+    return (
+        entry.content_hash,
+        entry.scope_agent,
+        entry.scope_task,
+        list(entry.tags or []),
+        entry.pinned,
+        entry.valid_from,
+        entry.valid_until,
+        entry.superseded_by_id,
+        entry.status,
+    )
 
 
 def archive_entry(

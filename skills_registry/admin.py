@@ -42,7 +42,11 @@ class SkillAdmin(ServiceAdmin):
         fields["tags"] = data.get("tags") or []
         try:
             if change:
-                saved = update_skill(obj, base_hash=data.get("base_hash") or None, author=author, **fields)
+                saved = update_skill(
+                    obj, base_hash=data.get("base_hash") or None, author=author, skip_unchanged=True, **fields
+                )
+                if saved.version == obj.version:
+                    self.message_user(request, "Nothing changed: no new version was written.")
             else:
                 saved = create_skill(data["team"], author=author, status=SkillStatus.DRAFT, **fields)
         except (WriteConflict, InvalidChange, SkillExists) as exc:

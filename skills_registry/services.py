@@ -156,13 +156,19 @@ def update_skill(
     status=_UNSET,
     provenance: Provenance | None = None,
     operation: str = SkillOperation.UPDATE,
+    skip_unchanged: bool = False,
 ) -> Skill:
-    """Change a skill if it still has ``base_hash``; returns the fresh skill. Raises StaleSkillWrite otherwise."""
+    """Change a skill if it still has ``base_hash``; returns the fresh skill. Raises StaleSkillWrite otherwise.
+
+    ``skip_unchanged``: an edit (the admin's form) that would leave the skill exactly as it is writes no version and
+    returns the skill as it is (as memory.services.update_entry does for entries); publishing, reverts, imports and
+    reviewed changes always write or decide for themselves."""
     prov = provenance or Provenance()
     with transaction.atomic():
         current = Skill.objects.select_for_update().get(pk=skill.pk)
         StaleSkillWrite.check(current, base_hash)
         previous_hash = current.content_hash
+        before = _state(current)
         for attr, value in (
             ("name", name),
             ("description", description),
@@ -180,6 +186,8 @@ def update_skill(
         current.references = dict(current.references or {})
         current.tags = list(current.tags or [])
         current.content_hash = skill_content_hash(current.name, current.description, current.body, current.references)
+        if skip_unchanged and _state(current) == before:
+            return current
         current.version += 1
         current.updated_at = timezone.now()
         try:
@@ -189,6 +197,21 @@ def update_skill(
             raise SkillExists(f"a skill named {current.name!r} already exists in this team") from exc
         _record(current, operation, previous_hash, author, prov)
     return current
+
+
+def _state(skill: Skill) -> tuple:
+    """What a version records of a skill (SkillVersion's fields): two equal states are the same version."""
+    return (
+        skill.content_hash,
+        skill.name,
+        skill.description,
+        skill.body or "",
+        dict(skill.references or {}),
+        list(skill.tags or []),
+        skill.extra,
+        skill.front_matter,
+        skill.status,
+    )
 
 
 def publish_skill(skill: Skill, *, base_hash: str | None, author: Author, provenance=None) -> Skill:

@@ -89,6 +89,22 @@ def test_a_stale_admin_edit_writes_nothing_and_says_so(world, sam):
     assert "Not saved" in response.content.decode() and "changed successfully" not in response.content.decode()
 
 
+@pytest.mark.parametrize("kind", ["entry", "skill"])
+def test_an_admin_edit_that_changes_nothing_writes_no_version_and_says_so(world, sam, kind):
+    with all_teams():
+        obj = make_entry(world.store_a) if kind == "entry" else make_skill(world.team_a, body="# Release")
+    url = {
+        "entry": f"/admin/memory/memoryentry/{obj.pk}/change/",
+        "skill": f"/admin/skills_registry/skill/{obj.pk}/change/",
+    }
+    page = sam.get(url[kind])
+    response = sam.post(url[kind], {**form_data(page.content.decode()), "_save": "Save"}, follow=True)
+    assert "Nothing changed: no new version was written." in response.content.decode()
+    with all_teams():
+        obj.refresh_from_db()
+        assert obj.version == obj.versions.count() == 1
+
+
 def test_an_entry_added_in_the_admin_is_created_by_the_service(world, sam):
     page = sam.get("/admin/memory/memoryentry/add/")
     data = {**form_data(page.content.decode()), "store": str(world.store_a.pk), "key": "new-one", "content": "New."}

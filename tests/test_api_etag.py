@@ -51,6 +51,25 @@ def test_etag_names_the_version_and_changes_with_every_write(entry, keys):
     assert r["ETag"] != first["ETag"] and r["ETag"] == r.json()["etag"] == api.get(URL)["ETag"]
 
 
+def test_a_put_or_patch_that_changes_nothing_is_200_with_no_new_version_and_the_same_etag(entry, keys):
+    """Like a DELETE of an archived entry: nothing to do is no write. A stale ETag is refused all the same."""
+    api = Api(keys.full)
+    first = api.get(URL)
+    body = first.json()
+    for method, data in [
+        ("PUT", {"content": body["content"]}),
+        ("PATCH", {"content": body["content"]}),
+        ("PATCH", {"tags": body["tags"], "scope": body["scope"]}),
+        ("PATCH", {}),
+    ]:
+        r = api.request(method, URL, data, headers={"If-Match": first["ETag"]})
+        assert r.status_code == 200 and r["ETag"] == first["ETag"] and r.json() == body, (method, data)
+    assert MemoryVersion.objects.filter(entry=entry).count() == 1
+    moved = api.patch(URL, {"tags": ["deploy"]}, headers={"If-Match": first["ETag"]})
+    stale = api.put(URL, {"content": body["content"]}, headers={"If-Match": first["ETag"]})
+    assert stale.status_code == 412 and stale.json()["current_etag"] == moved["ETag"]
+
+
 @pytest.mark.parametrize("kind", list(WRITES))
 @pytest.mark.parametrize("winner", ["tags", "scope agent", "content (PATCH)"])
 def test_a_stale_write_of_any_field_is_refused(entry, keys, kind, winner):

@@ -333,3 +333,22 @@ def test_a_rollback_step_is_stored_with_every_field():
         "written": 6,
     }
     assert (step.conflict, step.restore_to) == (True, 1)
+
+
+def test_an_edit_that_changes_nothing_writes_no_version_but_is_still_checked_for_staleness(store):
+    """skip_unchanged (the page's form, the API's PUT and PATCH, the admin): the same state is no new version."""
+    entry = create_entry(
+        store, key="deploy", content="Deploy with `make deploy`.", author=Author.system(), tags=["ops"]
+    )
+    same = {"content": entry.content, "scope_agent": None, "scope_task": None, "tags": ["ops"]}
+    kept = update_entry(entry, base_version=1, author=Author.system(), skip_unchanged=True, **same)
+    assert kept.version == 1 and MemoryVersion.objects.filter(entry=entry).count() == 1
+    assert update_entry(entry, base_version=1, author=Author.system(), skip_unchanged=True).version == 1
+    # One field that differs is a change.
+    changed = update_entry(entry, base_version=1, author=Author.system(), skip_unchanged=True, tags=["ops", "x"])
+    assert changed.version == 2
+    # A stale edit is refused even when it would change nothing.
+    with pytest.raises(StaleWrite):
+        update_entry(entry, base_version=1, author=Author.system(), skip_unchanged=True, **same)
+    # Without skip_unchanged (reviewed changes, reverts, rollbacks) a write is a version: it records a decision.
+    assert update_entry(entry, base_version=2, author=Author.system(), content=changed.content).version == 3

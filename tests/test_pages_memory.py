@@ -4,7 +4,9 @@ between versions, revert naming the version it was prepared against, and transcr
 
 from __future__ import annotations
 
+import html as html_module
 import re
+from datetime import UTC
 
 import pytest
 from django.urls import reverse
@@ -228,3 +230,45 @@ def test_revert_to_a_text_past_todays_size_limit_is_refused_with_a_message(clien
     assert r.status_code == 200 and "Not reverted: content must be at most 100 bytes" in r.text
     entry.refresh_from_db()
     assert (entry.content, entry.version) == ("short", 2)
+
+
+def _edit_form(client, entry) -> dict:
+    """What a browser sends back from the entry's edit form untouched (a textarea's line ends as CRLF)."""
+    html = client.get(reverse("memory:entry-edit", args=[entry.pk])).content.decode()
+    data = {}
+    for tag in re.findall(r"<input\b[^>]*>", html):
+        name, value = re.search(r'name="([^"]+)"', tag), re.search(r'value="([^"]*)"', tag)
+        if name and name.group(1) != "csrfmiddlewaretoken":
+            data[name.group(1)] = html_module.unescape(value.group(1)) if value else ""
+    content = re.search(r'<textarea[^>]*name="content"[^>]*>(.*?)</textarea>', html, re.S).group(1)
+    data["content"] = html_module.unescape(content).lstrip("\r\n").replace("\n", "\r\n")
+    return data
+
+
+def test_an_edit_saved_unchanged_writes_no_version_and_says_so(client, world):
+    """Multi-line text (sent back with CRLF), a validity end with seconds (the form shows minutes), tags and scope:
+    saved untouched, nothing is written; the person is told and lands on the entry's page."""
+    from datetime import datetime
+
+    entry = make_entry(world.store_a, key="deploy", content="Deploy with:\n\n  make release\n")
+    entry = update_entry(
+        entry,
+        base_version=1,
+        author=Author.system(),
+        tags=["ops", "release"],
+        scope_agent="deploy-bot",
+        valid_until=datetime(2031, 5, 4, 3, 2, 1, 123, tzinfo=UTC),
+    )
+    login(client, world.alice)
+    data = {**_edit_form(client, entry), "reason": "looked at it"}
+    response = client.post(reverse("memory:entry-edit", args=[entry.pk]), data, follow=True)
+    assert response.redirect_chain[-1][0] == reverse("memory:entry", args=[entry.pk])
+    assert "Nothing changed: deploy stays at version 2." in response.content.decode()
+    entry.refresh_from_db()
+    assert entry.version == entry.versions.count() == 2 and entry.valid_until.second == 1
+    # One real change is one version, and only that field changes.
+    data["tags"] = "ops"
+    client.post(reverse("memory:entry-edit", args=[entry.pk]), data)
+    entry.refresh_from_db()
+    assert (entry.version, entry.tags, entry.content) == (3, ["ops"], "Deploy with:\n\n  make release\n")
+    assert entry.valid_until.second == 1

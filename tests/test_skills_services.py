@@ -156,3 +156,14 @@ def test_skill_md_of_a_version(world):
     assert skill_md(skill.versions.get()) == (
         "---\nname: release-process\ndescription: How to release to production.\ntags:\n- x\n---\nBody\n"
     )
+
+
+def test_a_skill_edit_that_changes_nothing_writes_no_version(world):
+    """skip_unchanged (the admin's form): the same state is no new version; a change of one field is one."""
+    skill = make_skill(world.team_a, body="# Release\n")
+    alice = Author.person(world.alice)
+    same = {"name": skill.name, "description": skill.description, "body": skill.body, "tags": list(skill.tags)}
+    kept = update_skill(skill, base_hash=skill.content_hash, author=alice, skip_unchanged=True, **same)
+    assert kept.version == 1 and SkillVersion.objects.filter(skill=skill).count() == 1
+    changed = update_skill(skill, base_hash=skill.content_hash, author=alice, skip_unchanged=True, body="# New\n")
+    assert changed.version == 2

@@ -223,7 +223,12 @@ class EntryDetailView(AgentAPIView):
             entry,
             store,
             lambda: services.update_entry(
-                entry, base_version=versions, author=services.Author.agent(self.key), provenance=prov, **changes
+                entry,
+                base_version=versions,
+                author=services.Author.agent(self.key),
+                provenance=prov,
+                skip_unchanged=True,  # a PUT or PATCH that changes nothing: 200, no new version, the same ETag
+                **changes,
             ),
         )
 

@@ -31,10 +31,18 @@ def _initial(entry: MemoryEntry) -> dict:
         "scope_agent": entry.scope_agent or "",
         "scope_task": entry.scope_task or "",
         "tags": ", ".join(entry.tags or []),
-        "valid_from": entry.valid_from,
-        "valid_until": entry.valid_until,
+        # As the form shows them (to the minute), so that a date sent back untouched counts as unchanged.
+        "valid_from": _to_the_minute(entry.valid_from),
+        "valid_until": _to_the_minute(entry.valid_until),
         "base_version": entry.version,
     }
+
+
+def _to_the_minute(moment):
+    return moment.replace(second=0, microsecond=0) if moment else moment
+
+
+EDITABLE = ("content", "scope_agent", "scope_task", "tags", "valid_from", "valid_until")
 
 
 @login_required
@@ -76,18 +84,17 @@ def entry_edit(request, pk: int):
     status = 200
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
+        # Only what the person changed: a field sent back as the form showed it (a date to the minute, a text with
+        # the browser's line ends) is not a change, and an edit that changes nothing writes no version.
+        changes = {name: d[name] for name in EDITABLE if name in form.changed_data}
         try:
             updated = services.update_entry(
                 entry,
                 base_version=d["base_version"],
                 author=Author.person(request.user),
-                content=d["content"],
-                scope_agent=d["scope_agent"],
-                scope_task=d["scope_task"],
-                tags=d["tags"],
-                valid_from=d["valid_from"],
-                valid_until=d["valid_until"],
                 provenance=Provenance(reason=d["reason"]),
+                skip_unchanged=True,
+                **changes,
             )
         except services.StaleWrite as exc:
             entry = exc.entry
@@ -107,7 +114,10 @@ def entry_edit(request, pk: int):
         except services.InvalidChange as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Saved {updated.key} as version {updated.version}.")
+            if updated.version == d["base_version"]:
+                messages.info(request, f"Nothing changed: {updated.key} stays at version {updated.version}.")
+            else:
+                messages.success(request, f"Saved {updated.key} as version {updated.version}.")
             return redirect("memory:entry", pk=updated.pk)
     if form.errors and status == 200:
         status = 400

@@ -49,12 +49,29 @@ class RevertForm(forms.Form):
 DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"]
 
 
+class TextareaField(forms.CharField):
+    """Text typed in a textarea. Browsers send its line ends as CRLF and the form strips the text, so a text sent
+    back as it was shown counts as unchanged whatever its line ends and surrounding whitespace (an edit that changes
+    nothing writes no version); what was typed is kept as sent."""
+
+    def has_changed(self, initial, data):
+        try:
+            typed = self.to_python(data)
+        except forms.ValidationError:
+            return True
+        return _same_text(initial) != _same_text(typed)
+
+
+def _same_text(text) -> str:
+    return (text or "").replace("\r\n", "\n").strip()
+
+
 class EntryForm(forms.Form):
     """Create or edit an entry. ``base_version`` is the version the form was loaded with (edit only): a save against
     an entry changed meanwhile is refused and the form comes back with the person's text and the current state."""
 
     key = forms.CharField(max_length=200, help_text="Stable within the store; agents and dreams refer to it.")
-    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), help_text="The lesson, as prose for a prompt.")
+    content = TextareaField(widget=forms.Textarea(attrs={"rows": 8}), help_text="The lesson, as prose for a prompt.")
     scope_agent = forms.CharField(required=False, max_length=100, label="Agent", help_text="Empty: every agent.")
     scope_task = forms.CharField(required=False, max_length=100, label="Task", help_text="Empty: every task.")
     tags = forms.CharField(required=False, max_length=1000, help_text="Comma-separated.")
