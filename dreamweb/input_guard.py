@@ -19,12 +19,14 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 
 import orjson
 from django.conf import settings
 
 MAX_ID = 2**63 - 1  # PostgreSQL bigint, the type of every primary key
+MAX_NUMBER = sys.float_info.max  # about 1.8e308: beyond it a JSON reader that uses doubles (jsonb too) cannot go
 
 
 def parse_int(value, *, minimum: int = 0, maximum: int = MAX_ID) -> int | None:
@@ -100,8 +102,9 @@ def _unstorable(char: str) -> str:
 
 
 class _NumberWatch:
-    """Parser hooks that note a non-finite number (they run only for floats and NaN/Infinity, not for every
-    value), so the walk over numbers is needed only when one was seen."""
+    """Parser hooks that note a non-finite number (they run only for floats and NaN/Infinity, and for integers only
+    on this fallback parser, which reads only texts with a long run of digits), so the walk over numbers is needed
+    only when one was seen."""
 
     def __init__(self):
         self.seen = False
@@ -114,6 +117,19 @@ class _NumberWatch:
         value = float(literal)
         if math.isinf(value):
             self.seen = True
+        return value
+
+    def integer(self, literal: str) -> int | float:
+        # A whole number is as much beyond a double's range as 1e999 is: written with digits alone (309 of them or
+        # more) Python would keep it exact, jsonb would store it, and any client reading it as a double gets
+        # Infinity. Past 310 digits it is beyond the range whatever they are, and int() of thousands of digits is
+        # refused by Python itself: infinity stands for it, so the walk names its path like 1e999's.
+        if len(literal) < 309:
+            return int(literal)
+        value = int(literal) if len(literal) <= 310 else (-math.inf if literal[0] == "-" else math.inf)
+        if not -MAX_NUMBER <= value <= MAX_NUMBER:
+            self.seen = True
+            return -math.inf if value < 0 else math.inf
         return value
 
 
@@ -152,7 +168,7 @@ def parse(text: bytes | str) -> tuple[object, Hints]:
                 return value, _PARSED_HINTS[strings, depth]
     watch = _NumberWatch()
     try:
-        value = json.loads(text, parse_constant=watch.constant, parse_float=watch.number)
+        value = json.loads(text, parse_constant=watch.constant, parse_float=watch.number, parse_int=watch.integer)
     except RecursionError as exc:  # no path: the parser gave up before it could say where
         raise Refused("too_deep", "", _too_deep(max_depth())) from exc
     except (ValueError, UnicodeDecodeError) as exc:
@@ -203,7 +219,7 @@ def find_problem(value, hints: Hints = EVERYTHING, *, root: str = "body") -> Ref
                 kind = type(child)
                 if kind is dict or kind is list:
                     children.append((child, f"{path}.{name}" if path else str(name), depth + 1))
-                elif ((strings and kind is str) or (numbers and kind is float)) and (
+                elif ((strings and kind is str) or (numbers and (kind is float or kind is int))) and (
                     found := _scalar_problem(child, f"{path}.{name}" if path else str(name), strings, numbers)
                 ):
                     return found
@@ -212,7 +228,7 @@ def find_problem(value, hints: Hints = EVERYTHING, *, root: str = "body") -> Ref
                 kind = type(child)
                 if kind is dict or kind is list:
                     children.append((child, f"{path}[{index}]", depth + 1))
-                elif ((strings and kind is str) or (numbers and kind is float)) and (
+                elif ((strings and kind is str) or (numbers and (kind is float or kind is int))) and (
                     found := _scalar_problem(child, f"{path}[{index}]", strings, numbers)
                 ):
                     return found
@@ -251,6 +267,10 @@ def _deeper_than(value: dict | list, limit: int) -> bool:
 
 def _scalar_problem(value, path: str, strings: bool, numbers: bool) -> Refused | None:
     if numbers and type(value) is float and not math.isfinite(value):
+        return Refused("not_finite", path, _NOT_FINITE)
+    # An integer parsed by another reader (the standard one keeps every digit): beyond a double's range, refused as
+    # the same number written 1e999 is.
+    if numbers and type(value) is int and not -MAX_NUMBER <= value <= MAX_NUMBER:
         return Refused("not_finite", path, _NOT_FINITE)
     if strings and type(value) is str and (bad := _UNSTORABLE.search(value)):
         return Refused("unstorable", path, _unstorable(bad.group()))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 
 import pytest
 from django.test import Client
@@ -77,7 +78,13 @@ def test_nesting_beyond_what_python_can_parse_is_refused_not_crashed():
     assert refused.value.code == "too_deep"
 
 
-@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "1" + "0" * 400 + ".5"])
+# Whole numbers beyond a double's range are the same number as 1e999: 179769...(309 digits) is the first one past it.
+BEYOND_INTEGERS = ["1" + "0" * 400, "-1" + "0" * 400, str(2**1024), "9" * 5000]
+
+
+@pytest.mark.parametrize(
+    "literal", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "1" + "0" * 400 + ".5", *BEYOND_INTEGERS]
+)
 def test_non_finite_numbers_are_refused_with_their_path(literal):
     text = '{"a": [1, 2.5, {"b": @}]}'.replace("@", literal)
     with pytest.raises(input_guard.Refused) as refused:
@@ -89,7 +96,18 @@ def test_non_finite_numbers_are_refused_with_their_path(literal):
     assert refused.value.path == "body"
 
 
-@pytest.mark.parametrize("literal", ["1e308", "-1e308", "1e-400", "123456789012345678901234567890", "0.5"])
+@pytest.mark.parametrize(
+    "literal",
+    [
+        "1e308",
+        "-1e308",
+        "1e-400",
+        "123456789012345678901234567890",
+        "0.5",
+        "1" + "0" * 308,
+        str(int(sys.float_info.max)),
+    ],
+)
 def test_finite_numbers_pass(literal):
     assert input_guard.loads('{"x": @}'.replace("@", literal)) == {"x": json.loads(literal)}
 
@@ -109,6 +127,8 @@ def test_the_checks_without_a_hint_find_the_same_problems():
     assert input_guard.find_problem({"a": [float("nan")]}).path == "a[0]"
     assert input_guard.find_problem({"a": {"b": "\x00"}}).path == "a.b"
     assert input_guard.find_problem({"a": [1, 2.0, "ok", None, True]}) is None
+    assert input_guard.find_problem({"a": {"b": 10**400}}).path == "a.b"  # the standard parser keeps every digit
+    assert input_guard.find_problem([-(10**400)]).path == "[0]"
 
 
 @pytest.mark.parametrize(
@@ -159,7 +179,7 @@ def test_a_session_at_the_depth_limit_is_stored_and_one_level_more_is_refused(ap
     assert not AgentSession.objects.filter(external_id__in=["deep-no", "b-ok2", "b-no"]).exists()
 
 
-@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999"])
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999", *BEYOND_INTEGERS[:2]])
 def test_non_finite_numbers_in_a_session_are_a_400_with_their_path(api, literal):
     doc = json.dumps(session_doc("nan-1", metadata={"cost": "@"})).replace('"@"', literal)
     error = _json_error(api.request("POST", "/api/v1/sessions/", doc.encode()), 400)
@@ -183,6 +203,9 @@ def test_non_finite_numbers_in_a_session_are_a_400_with_their_path(api, literal)
         ("PATCH", ENTRY, '{"tags": ["a"], "scope": {"agent": Infinity}}', "scope.agent"),
         ("POST", ENTRY + "feedback/", '{"score": -Infinity}', "score"),
         ("POST", ENTRY + "feedback/", '{"score": 1e400}', "score"),
+        ("POST", ENTRY + "feedback/", '{"score": 1%s}' % ("0" * 400), "score"),
+        ("POST", ENTRIES, '{"key": "k", "content": "x", "extra": -1%s}' % ("0" * 400), "extra"),
+        ("PATCH", ENTRY, '{"tags": ["a"], "scope": {"agent": 1%s}}' % ("0" * 400), "scope.agent"),
     ],
 )
 def test_non_finite_numbers_anywhere_in_the_api_are_a_400_with_their_path(api, world, method, path, body, field):
@@ -463,6 +486,7 @@ def test_import_sessions_rejects_deep_and_non_finite_lines_by_number_and_imports
         "[" * 5000 + "]" * 5000,  # past the parser: was a RecursionError that ended the whole import
         json.dumps(session_doc("deep", metadata={"x": nested(70)})),
         json.dumps(session_doc("nan", metadata={"cost": "@"})).replace('"@"', "NaN"),
+        json.dumps(session_doc("big", metadata={"tokens": "@"})).replace('"@"', "1" + "0" * 400),
         json.dumps(session_doc("file-ok-2")),
     ]
     path = tmp_path / "sessions.jsonl"
@@ -470,11 +494,12 @@ def test_import_sessions_rejects_deep_and_non_finite_lines_by_number_and_imports
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(CommandError):
         call_command("import_sessions", str(path), "--team", "team-a", stdout=out, stderr=err)
-    assert out.getvalue() == "imported 2, unchanged 0, rejected 3\n"
+    assert out.getvalue() == "imported 2, unchanged 0, rejected 4\n"
     messages = err.getvalue().splitlines()
-    assert [m.split(":")[0] for m in messages] == ["line 2", "line 3", "line 4"]
+    assert [m.split(":")[0] for m in messages] == ["line 2", "line 3", "line 4", "line 5"]
     assert "nested deeper than 64 levels" in messages[0] and "nested deeper than 64 levels" in messages[1]
     assert messages[2].startswith("line 4: metadata.cost: must be a finite number")
+    assert messages[3].startswith("line 5: metadata.tokens: must be a finite number")
     assert set(AgentSession.objects.values_list("external_id", flat=True)) == {"file-ok", "file-ok-2"}
 
 
