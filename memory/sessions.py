@@ -235,16 +235,15 @@ def validate_session(
     model = _str(doc, "model", errors, max_length=100)
     started = _datetime(doc, "started_at", errors)
     ended = _datetime(doc, "ended_at", errors)
+    # Absent is the schema's default; null is a value the schema does not allow for these two (unlike task, user,
+    # model and the times): refused, not read as absent, so nothing is coerced.
     outcome = doc.get("outcome", "unknown")
-    if outcome is None:
-        outcome = "unknown"
-    if outcome not in OUTCOMES:
-        errors.append(f"outcome: must be one of success, failure, abandoned, unknown (got {outcome!r})")
+    if type(outcome) is not str or outcome not in OUTCOMES:
+        got = "null" if outcome is None else repr(outcome)
+        errors.append(f"outcome: must be one of success, failure, abandoned, unknown (got {got})")
     metadata = doc.get("metadata", {})
-    if metadata is None:
-        metadata = {}
     if not isinstance(metadata, dict):
-        errors.append("metadata: must be an object")
+        errors.append("metadata: must be an object" + (", not null" if metadata is None else ""))
         metadata = {}
     events = doc.get("events")
     if "events" not in doc:

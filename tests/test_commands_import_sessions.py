@@ -97,12 +97,13 @@ def test_broken_lines_are_named_the_rest_is_imported_and_the_exit_status_is_1(ac
         json.dumps(session("s5", events=[{"type": "message", "role": "user", "content": "x" * 3000}])),
         json.dumps(session("s6")),
         json.dumps(session("s7", agent="nul\x00bot")),  # PostgreSQL cannot store NUL: refused, batch unharmed
+        json.dumps(session("s8", outcome=None)),  # the API's validator: null is no outcome
     ]
     path = tmp_path / "broken.jsonl"
     path.write_text("\n".join(lines) + "\n")
     code, out, err = run_import(path)
     assert code == 1
-    assert out == "imported 2, unchanged 0, rejected 5\n"
+    assert out == "imported 2, unchanged 0, rejected 6\n"
     assert err.splitlines() == [
         "line 2: not valid JSON: Expecting value (column 32)",
         "line 3: agent: is required",
@@ -110,6 +111,7 @@ def test_broken_lines_are_named_the_rest_is_imported_and_the_exit_status_is_1(ac
         "events[2].role: must be one of system, user, assistant (got 'robot')",
         f"line 6: session is {len(lines[5])} bytes; the limit is 2000 bytes (DREAMWEB_MAX_SESSION_BYTES)",
         "line 8: agent: must not contain NUL characters (\\u0000)",
+        "line 9: outcome: must be one of success, failure, abandoned, unknown (got null)",
     ]
     assert sorted(AgentSession.objects.filter(team=acme).values_list("external_id", flat=True)) == ["s1", "s6"]
 

@@ -84,6 +84,28 @@ def test_top_level_errors_name_the_field(over, expected):
     assert errors_of(good(**over)) == [expected]
 
 
+@pytest.mark.parametrize(
+    "over, expected",
+    [
+        ({"outcome": None}, "outcome: must be one of success, failure, abandoned, unknown (got null)"),
+        ({"outcome": ["success"]}, "outcome: must be one of success, failure, abandoned, unknown (got ['success'])"),
+        ({"metadata": None}, "metadata: must be an object, not null"),
+    ],
+)
+def test_null_where_the_schema_allows_none_is_refused_not_read_as_absent(over, expected):
+    """outcome (an enum) and metadata (an object) have no null in the schema: null is a wrong value, not absence."""
+    assert errors_of(good(**over)) == [expected]
+
+
+def test_null_where_the_schema_allows_it_is_taken_as_absent():
+    nulls = {"task": None, "user": None, "model": None, "started_at": None, "ended_at": None}
+    fields = validate_session(good(**nulls)).fields
+    assert [fields[k] for k in ("task", "end_user", "model", "started_at", "ended_at")] == [None] * 5
+    doc = good()
+    del doc["outcome"]
+    assert validate_session(doc).fields["outcome"] == "unknown" and validate_session(doc).fields["metadata"] == {}
+
+
 def test_every_problem_is_reported_at_once():
     doc = good(agent=None, outcome="great")
     doc["events"][0]["role"] = "robot"
