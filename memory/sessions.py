@@ -565,11 +565,33 @@ def _is_deadlock(exc: Exception) -> bool:
 COMPARED = ("agent", "task", "end_user", "model", "outcome", "started_at", "ended_at", "metadata", "events")
 
 
+# An event's optional fields whose schema default (is_error) or null says the same as leaving them out, per event
+# type (contracts/session.schema.json). Sessions are stored as sent; only the comparison reads these as absent, so
+# the rule holds for sessions stored before it, whatever spelling they were stored in (no stored hash to migrate).
+EVENT_DEFAULTS = {
+    "message": {"ts": None},
+    "tool_call": {"ts": None},
+    "tool_result": {"is_error": False, "exit_code": None, "ts": None},
+    "memory_write": {"store": None, "ts": None},
+}
+
+
+def _event_identity(ev):
+    """An event as compared: without the optional fields given as their default. ``is``: the default itself (false
+    and null are singletons once parsed), never a 0 that equals False. Unknown types are compared verbatim."""
+    defaults = EVENT_DEFAULTS.get(ev.get("type")) if type(ev) is dict else None
+    if defaults is None or not any(ev.get(k, ev) is d for k, d in defaults.items()):
+        return ev
+    return {k: v for k, v in ev.items() if not (k in defaults and v is defaults[k])}
+
+
 def _comparable(fields: dict) -> tuple:
     def value(name):
         v = json_value(fields.get(name))
         if isinstance(v, datetime) and timezone.is_naive(v):
             v = timezone.make_aware(v)  # as the database stores a naive date-time
+        elif name == "events" and type(v) is list:
+            v = [_event_identity(ev) for ev in v]
         return v
 
     return tuple(value(name) for name in COMPARED)

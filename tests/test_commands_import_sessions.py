@@ -228,3 +228,20 @@ def test_the_command_collects_garbage_less_often_while_it_imports_and_puts_the_c
     assert run_import(path)[:2] == (0, "imported 3, unchanged 0, rejected 0\n")
     assert seen == [((10_000, 10, 10), True)]
     assert (gc.get_threshold(), gc.get_freeze_count()) == before
+
+
+def test_an_import_and_the_api_agree_on_an_event_default_spelled_out(acme, tmp_path):
+    """import_sessions (COPY, possibly a pool of workers) keeps the API's identity rule (memory.sessions.store_batch):
+    an event's is_error false or exit_code / ts null is the same session as the field left out."""
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(session("d1")) + "\n")
+    assert run_import(path)[1] == "imported 1, unchanged 0, rejected 0\n"
+    spelled = session("d1")
+    spelled["events"][2].update(is_error=False, ts=None)
+    spelled["events"][0]["ts"] = None
+    path.write_text(json.dumps(spelled) + "\n")
+    assert run_import(path)[:2] == (0, "imported 0, unchanged 1, rejected 0\n")
+    spelled["events"][2]["is_error"] = True
+    path.write_text(json.dumps(spelled) + "\n")
+    code, out, err = run_import(path)
+    assert (code, out) == (1, "imported 0, unchanged 0, rejected 1\n") and "conflict" in err

@@ -152,6 +152,68 @@ def test_store_batch_is_idempotent_keeps_the_first_of_a_repeated_id_and_reports_
     assert AgentSession.objects.filter(team=team).count() == 2
 
 
+def _bare():
+    """good() with no optional event field given."""
+    doc = good(external_id="spelled")
+    doc["events"][2] = {"type": "tool_result", "call_id": "c1", "content": "ok"}
+    doc["events"][3] = {"type": "memory_write", "content": "Use make release."}
+    return doc
+
+
+SPELLED_DEFAULTS = [
+    (0, "ts", None),
+    (1, "ts", None),
+    (2, "is_error", False),
+    (2, "exit_code", None),
+    (2, "ts", None),
+    (3, "store", None),
+    (3, "ts", None),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("index, name, value", SPELLED_DEFAULTS)
+def test_an_event_field_spelled_as_its_default_is_the_same_session_either_way(index, name, value):
+    team = TeamFactory()
+    spelled = _bare()
+    spelled["events"][index][name] = value
+    assert store_batch(team, [validate_session(_bare())]).created == ["spelled"]
+    assert store_batch(team, [validate_session(spelled)]).unchanged == ["spelled"]
+    # Stored as sent: the first spelling stays, nothing is rewritten.
+    assert name not in AgentSession.objects.get(team=team).events[index]
+    other = TeamFactory()
+    assert store_batch(other, [validate_session(spelled)]).created == ["spelled"]
+    assert store_batch(other, [validate_session(_bare())]).unchanged == ["spelled"]
+    assert AgentSession.objects.get(team=other).events[index][name] is value
+    # Within one batch too (a repeat is held against its first occurrence).
+    third = TeamFactory()
+    result = store_batch(third, [validate_session(_bare()), validate_session(spelled)])
+    assert result.created == ["spelled"] and result.unchanged == ["spelled"] and result.conflicts == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "index, name, value",
+    [(2, "is_error", True), (2, "exit_code", 0), (3, "store", "eng"), (0, "ts", "2026-10-01T08:00:00Z")],
+)
+def test_an_event_field_not_at_its_default_is_still_a_different_session(index, name, value):
+    team = TeamFactory()
+    store_batch(team, [validate_session(_bare())])
+    changed = _bare()
+    changed["events"][index][name] = value
+    assert store_batch(team, [validate_session(changed)]).conflicts == [0]
+
+
+@pytest.mark.django_db
+def test_an_unknown_event_type_is_compared_verbatim():
+    team = TeamFactory()
+    doc = _bare()
+    doc["events"].append({"type": "checkpoint", "label": "x"})
+    store_batch(team, [validate_session(doc)])
+    doc["events"][-1]["ts"] = None  # its fields mean what its writer meant: no default is assumed
+    assert store_batch(team, [validate_session(doc)]).conflicts == [0]
+
+
 @pytest.mark.django_db
 def test_session_document_round_trips():
     team = TeamFactory()
