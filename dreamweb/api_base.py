@@ -155,6 +155,16 @@ class JSONString(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class JSONChoice(serializers.ChoiceField):
+    """One of the choices, as a string in a JSON body: DRF's ChoiceField compares ``str(value)``, so 1 would be the
+    choice "1"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid_choice", input=data)
+        return super().to_internal_value(data)
+
+
 class JSONBoolean(serializers.BooleanField):
     """true or false in a JSON body: not 0, 1, "yes" or "on" (DRF's BooleanField takes those from forms)."""
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from rest_framework.exceptions import ValidationError
 
-from memory.models import Feedback, MemoryEntry
-from tests.api_support import Api, fast_passwords, keys  # noqa: F401 - fixtures
+from memory.models import AgentSession, Feedback, MemoryEntry
+from reviews.models import DreamRun
+from tests.api_support import Api, fast_passwords, keys, session_doc  # noqa: F401 - fixtures
 from tests.factories import make_entry
 
 pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
@@ -149,3 +151,89 @@ def test_the_schema_says_what_is_required(api):
     assert feedback["required"] is True and len(feedback["content"]["application/json"]["schema"]["oneOf"]) == 2
     (limit,) = [p for p in ops["/api/v1/stores/"]["get"]["parameters"] if p["name"] == "limit"]
     assert (limit["schema"]["minimum"], limit["schema"]["maximum"]) == (1, 500)
+
+
+# Every JSON body the schema describes, one field at a time given a value of another JSON type than its own: a
+# number for a string (or a list's string item, or an object's string field), 1 for a boolean, "5" for a whole
+# number. Taken from the served schema, so an endpoint added later is checked without a line here.
+_WRONG = {"string": 7, "boolean": 1, "integer": "5"}
+_VALID_BODY = {
+    ("post", "/api/v1/sessions/"): lambda: session_doc("typed"),
+    ("post", "/api/v1/stores/{slug}/entries/"): lambda: {"key": "k", "content": "x"},
+    ("put", "/api/v1/stores/{slug}/entries/{key}/"): lambda: {"content": "x"},
+    ("post", "/api/v1/stores/{slug}/entries/{key}/feedback/"): lambda: {"helpful": True},
+    ("put", "/api/v1/stores/{slug}/agents/"): lambda: {"agents": []},
+}
+
+
+def _resolve(schema: dict, components: dict) -> dict:
+    while True:
+        if "$ref" in schema:
+            schema = components[schema["$ref"].rsplit("/", 1)[1]]
+        elif "allOf" in schema and len(schema["allOf"]) == 1:
+            schema = schema["allOf"][0]
+        elif "oneOf" in schema and "properties" not in schema:
+            schema = next(s for s in schema["oneOf"] if s.get("type") == "object")  # a session, not a batch
+        else:
+            return schema
+
+
+def _type_of(schema: dict) -> str | None:
+    if "enum" in schema:
+        return "string" if all(isinstance(v, str) for v in schema["enum"]) else None
+    return schema.get("type")
+
+
+def _wrong_values(schema: dict, components: dict):
+    """(top-level field, a wrong value for it) for every scalar the body schema types, nested ones included."""
+    for name, prop in _resolve(schema, components).get("properties", {}).items():
+        prop = _resolve(prop, components)
+        kind = _type_of(prop)
+        if kind in _WRONG:
+            yield name, _WRONG[kind]
+        elif kind == "array" and _type_of(_resolve(prop.get("items", {}), components)) in _WRONG:
+            yield name, [_WRONG[_type_of(_resolve(prop["items"], components))]]
+        elif kind == "object":
+            for sub, wrong in _wrong_values(prop, components):
+                yield name, {sub: wrong}
+
+
+def test_every_json_body_refuses_every_field_of_another_type(api, world):
+    schema = api.get("/api/schema/?format=json").json()
+    etag = api.get(ENTRY)["ETag"]
+    checked, wrong = 0, []
+    for path, ops in schema["paths"].items():
+        for method, op in ops.items():
+            body_schema = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            if body_schema is None:
+                continue
+            url = path.replace("{slug}", "eng").replace("{key}", "deploy-command")
+            for name, value in _wrong_values(body_schema, schema["components"]["schemas"]):
+                body = _VALID_BODY.get((method, path), dict)() | {name: value}
+                r = api.request(method.upper(), url, json.dumps(body).encode(), headers={"If-Match": etag})
+                errors = r.json().get("errors", {}) if r.status_code == 400 else {}
+                named = any(k == name or k.startswith((f"{name}.", f"{name}[")) for k in errors)
+                checked += 1
+                if not named:
+                    wrong.append((method, path, body, r.status_code, r.content[:200]))
+    assert checked >= 20 and not wrong, wrong
+    world.store_a.refresh_from_db()
+    assert world.store_a.agents in ([], None) and not AgentSession.objects.exists() and not Feedback.objects.exists()
+    assert MemoryEntry.objects.get(key="deploy-command").version == 1 and not DreamRun.objects.exists()
+
+
+def test_store_agents_are_strings(api, world):
+    r = api.put("/api/v1/stores/eng/agents/", {"agents": ["deploy-bot", 1]})
+    _refused(r, "agents")
+    assert "1" in r.json()["errors"]["agents"], r.json()  # the item at fault
+    assert api.get("/api/v1/stores/eng/agents/").json()["agents"] == []
+    assert api.put("/api/v1/stores/eng/agents/", {"agents": ["deploy-bot"]}).json()["agents"] == ["deploy-bot"]
+
+
+def test_a_choice_is_a_string_not_a_number_that_prints_as_one():
+    from dreamweb.api_base import JSONChoice
+
+    field = JSONChoice(choices=["1", "rules"])
+    assert field.run_validation("1") == "1"
+    with pytest.raises(ValidationError):
+        field.run_validation(1)  # DRF's ChoiceField takes it: str(1) is a choice

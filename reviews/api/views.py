@@ -14,6 +14,8 @@ from dreamweb.api_base import (
     AgentRetrieveView,
     Conflict,
     JSONBoolean,
+    JSONChoice,
+    JSONString,
     error_responses,
     query_parameters,
 )
@@ -124,7 +126,7 @@ class RunFilterSerializer(serializers.Serializer):
 class DreamTriggerSerializer(serializers.Serializer):
     dry_run = JSONBoolean(default=False, help_text="Analyse and report, persist no proposals.")
     all_sessions = JSONBoolean(default=False, help_text="Consider every eligible session.")
-    analyzer = serializers.ChoiceField(choices=[], required=False, help_text="rules (default), openai, ...")
+    analyzer = JSONChoice(choices=[], required=False, help_text="rules (default), openai, ...")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -216,7 +218,7 @@ class RunDetailView(AgentRetrieveView):
 class StoreAgentsSerializer(serializers.Serializer):
     agents = serializers.ListField(
         # Names are stripped and blank ones dropped when stored (memory.services.clean_agents).
-        child=serializers.CharField(max_length=100, allow_blank=True, trim_whitespace=False),
+        child=JSONString(max_length=100, allow_blank=True, trim_whitespace=False),
         max_length=1000,
         help_text="The agents this store serves: its dream reads only their sessions and counts prevalence among "
         "them. Empty: every agent of the team.",
