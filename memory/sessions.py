@@ -100,15 +100,57 @@ def _str(doc: dict, key: str, errors: list[str], *, required=False, max_length: 
     return value
 
 
-def _parse_datetime(value: str) -> datetime | None:
+# The schema's date-time is RFC 3339's (§5.6): a full date, the time to the second with an optional fraction, an
+# offset Z or ±hh:mm, and T between them; t and z in lower case, and a space for T (§5.6's note), are the same.
+# The offset may be left out: such a time is read as UTC (naive times were taken so before this rule, and are kept).
+# Other ISO 8601 forms that Python reads (a date alone, no seconds, 20260101T100000Z, week dates, +0530) are not
+# date-times of the schema: refused, rather than read as something the writer may not have meant.
+_DATE_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\d\d)?", re.ASCII).fullmatch
+
+
+def parse_timestamp(value: str) -> datetime | None:
+    """The date-time a session's timestamp names (naive when it has no offset), or None when it is not one: not
+    RFC 3339's shape (_DATE_TIME), or a date or time that does not exist (2026-02-30, 25:00). The one rule for every
+    timestamp of a session (started_at, ended_at, an event's ts) and for the importers' (memory.importers.base).
+
+    Called for every event of every session ingested: Python's reader (C speed) parses, and a few character tests
+    show the common spellings to be RFC 3339's (digits in place are the reader's part); the regular expression,
+    several times dearer, is asked only about the rest."""
     try:
-        return datetime.fromisoformat(value)  # the common case, at C speed; parse_datetime tries it first too
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        moment = None
+    if moment is not None and _common_shape(value):
+        return moment
+    if _DATE_TIME(value) is None:
+        return None
+    if moment is not None:
+        return moment
+    if value[-1] == "z":
+        value = value[:-1] + "Z"  # the one spelling Python's reader does not take in lower case
+    try:
+        return datetime.fromisoformat(value)
     except ValueError:
         pass
     try:
-        return parse_datetime(value.replace("Z", "+00:00"))
+        return parse_datetime(value.replace("Z", "+00:00"))  # more than 6 digits of a second: Django cuts them
     except ValueError:
         return None
+
+
+def _common_shape(value: str) -> bool:
+    """Of a text Python's reader took: is it YYYY-MM-DDTHH:MM:SS followed by nothing, Z, a fraction and Z, or
+    ±HH:MM? (Its other forms, a week date, no seconds, +0530, have another character at one of these places.)"""
+    if len(value) < 19 or value[4] != "-" or value[7] != "-" or value[10] not in "Tt " or value[13] != ":":
+        return False
+    if value[16] != ":":
+        return False
+    tail = value[19:]
+    if not tail or tail == "Z":
+        return True
+    if tail[0] == ".":
+        return tail[-1] == "Z" and tail[1:-1].isdigit()
+    return len(tail) == 6 and tail[0] in "+-" and tail[3] == ":"
 
 
 def _datetime(doc: dict, key: str, errors: list[str], where: str | None = None) -> datetime | None:
@@ -119,9 +161,11 @@ def _datetime(doc: dict, key: str, errors: list[str], where: str | None = None) 
     if not isinstance(value, str):
         errors.append(f"{label}: must be a date-time string")
         return None
-    parsed = _parse_datetime(value)
+    parsed = parse_timestamp(value)
     if parsed is None:
-        errors.append(f"{label}: {value!r} is not an ISO 8601 date-time")
+        errors.append(f"{label}: {value!r} is not an RFC 3339 date-time (like 2026-01-01T10:00:00Z)")
+    elif parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)  # no offset: UTC, said here rather than left to the settings' zone
     return parsed
 
 
@@ -164,7 +208,7 @@ def _valid_event(ev: dict) -> bool:
     else:
         return type(kind) is str and kind != ""  # an unknown type is kept verbatim, its ts unchecked
     ts = ev.get("ts")
-    return ts is None or (type(ts) is str and _parse_datetime(ts) is not None)
+    return ts is None or (type(ts) is str and parse_timestamp(ts) is not None)
 
 
 def _check_event(i: int, ev, errors: list[str]) -> None:
@@ -203,7 +247,7 @@ def _check_event(i: int, ev, errors: list[str]) -> None:
     elif kind == "memory_write" and ev.get("store") is not None and not isinstance(ev["store"], str):
         errors.append(f"{at}.store: must be a string or null")
     ts = ev.get("ts")
-    if ts is not None and (not isinstance(ts, str) or _parse_datetime(ts) is None):
+    if ts is not None and (not isinstance(ts, str) or parse_timestamp(ts) is None):
         _datetime(ev, "ts", errors, where=f"{at}.ts")
 
 
@@ -577,12 +621,20 @@ EVENT_DEFAULTS = {
 
 
 def _event_identity(ev):
-    """An event as compared: without the optional fields given as their default. ``is``: the default itself (false
-    and null are singletons once parsed), never a 0 that equals False. Unknown types are compared verbatim."""
+    """An event as compared: without the optional fields given as their default, and its ts in upper case (RFC 3339's
+    t and z are T and Z: parse_timestamp). ``is``: the default itself (false and null are singletons once parsed),
+    never a 0 that equals False. Unknown types are compared verbatim."""
     defaults = EVENT_DEFAULTS.get(ev.get("type")) if type(ev) is dict else None
-    if defaults is None or not any(ev.get(k, ev) is d for k, d in defaults.items()):
+    if defaults is None:
         return ev
-    return {k: v for k, v in ev.items() if not (k in defaults and v is defaults[k])}
+    ts = ev.get("ts")
+    lower = type(ts) is str and not ts.isupper() and ts.upper() != ts
+    if not lower and not any(ev.get(k, ev) is d for k, d in defaults.items()):
+        return ev
+    same = {k: v for k, v in ev.items() if not (k in defaults and v is defaults[k])}
+    if lower:
+        same["ts"] = ts.upper()
+    return same
 
 
 def _comparable(fields: dict) -> tuple:

@@ -1,8 +1,10 @@
 """Session validation names the exact field at fault, and ingest is idempotent on (team, external_id)."""
 
 import json
+from datetime import UTC, datetime
 
 import pytest
+from django.utils import timezone
 
 from memory.models import AgentSession
 from memory.sessions import SessionInvalid, SessionTooLarge, session_document, store_batch, validate_session
@@ -77,7 +79,10 @@ def test_event_errors_name_the_event_index_and_field(event, expected):
         ({"outcome": "great"}, "outcome: must be one of success, failure, abandoned, unknown (got 'great')"),
         ({"metadata": []}, "metadata: must be an object"),
         ({"events": {}}, "events: must be an array"),
-        ({"started_at": "2026-13-45"}, "started_at: '2026-13-45' is not an ISO 8601 date-time"),
+        (
+            {"started_at": "2026-13-45"},
+            "started_at: '2026-13-45' is not an RFC 3339 date-time (like 2026-01-01T10:00:00Z)",
+        ),
     ],
 )
 def test_top_level_errors_name_the_field(over, expected):
@@ -104,6 +109,85 @@ def test_null_where_the_schema_allows_it_is_taken_as_absent():
     doc = good()
     del doc["outcome"]
     assert validate_session(doc).fields["outcome"] == "unknown" and validate_session(doc).fields["metadata"] == {}
+
+
+UTC_10 = datetime(2026, 1, 1, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "text, moment",
+    [
+        ("2026-01-01T10:00:00Z", UTC_10),
+        ("2026-01-01t10:00:00z", UTC_10),  # RFC 3339 §5.6: t and z may be lower case
+        ("2026-01-01t10:00:00Z", UTC_10),
+        ("2026-01-01 10:00:00Z", UTC_10),  # §5.6's note: a space for T
+        ("2026-01-01T11:30:00+01:30", UTC_10),
+        ("2026-01-01T10:00:00-00:00", UTC_10),
+        ("2026-01-01T10:00:00.000000001Z", UTC_10),  # more digits of a second than Python keeps
+        ("2026-01-01T11:30:00.000+01:30", UTC_10),
+        ("2026-01-01T10:00:00.0z", UTC_10),
+        ("2026-01-01T10:00:00", UTC_10),  # no offset: read as UTC (documented; taken before the RFC 3339 rule)
+        ("2026-01-01 10:00:00", UTC_10),
+    ],
+)
+def test_rfc3339_date_times_are_taken_and_read_as_one_moment(text, moment):
+    started = validate_session(good(started_at=text)).fields["started_at"]
+    assert (timezone.make_aware(started) if timezone.is_naive(started) else started) == moment
+    doc = good()
+    doc["events"][0]["ts"] = text
+    assert validate_session(doc).fields["events"][0]["ts"] == text  # an event's ts is kept as written
+
+
+ODD_TIMES = [
+    "2026-01-01",  # a date, no time
+    "2026-01-01T10:00",  # no seconds
+    "2026-01-01 10:00",
+    "2026-01-01T10",
+    "20260101T100000Z",  # ISO 8601's basic format
+    "2026-01-01T100000Z",
+    "2026-W01-4T10:00:00Z",  # a week date
+    "2026-001T10:00:00Z",  # an ordinal date
+    "2026-01-01T10:00:00+0100",  # an offset without its colon
+    "2026-01-01T10:00:00+01",
+    "2026-01-01T10:00:00,5Z",  # a decimal comma
+    "2026-02-30T10:00:00Z",  # no such day
+    "2026-01-01T24:00:00Z",
+    " 2026-01-01T10:00:00Z",
+    "2026-01-01T10:00:00Z ",
+    "２０２６-01-01T10:00:00Z",  # digits of another script
+    "",
+]
+
+
+@pytest.mark.parametrize("text", ODD_TIMES)
+def test_what_is_not_an_rfc3339_date_time_is_refused_wherever_it_is(text):
+    assert errors_of(good(started_at=text)) == [
+        f"started_at: {text!r} is not an RFC 3339 date-time (like 2026-01-01T10:00:00Z)"
+    ]
+    doc = good()
+    doc["events"][2]["ts"] = text
+    assert errors_of(doc) == [f"events[2].ts: {text!r} is not an RFC 3339 date-time (like 2026-01-01T10:00:00Z)"]
+
+
+@pytest.mark.parametrize("text", [t for t in ODD_TIMES[:11] if t != "2026-001T10:00:00Z"])  # Python reads no ordinal
+def test_importers_write_other_iso_forms_as_rfc3339(text):
+    """A format that writes another ISO 8601 form loses no session for it: the importer writes it out."""
+    from memory.importers.base import timestamp
+
+    written = timestamp(text.replace(",", "."))
+    assert written is not None and validate_session(good(started_at=written)).fields["started_at"] is not None
+
+
+@pytest.mark.django_db
+def test_a_lower_case_timestamp_is_the_same_session_as_upper_case():
+    team = TeamFactory()
+    upper = good(external_id="case", started_at="2026-01-01T10:00:00Z")
+    upper["events"][0]["ts"] = "2026-01-01T10:00:00.5Z"
+    lower = json.loads(json.dumps(upper).replace("T10", "t10").replace("Z", "z"))
+    assert store_batch(team, [validate_session(upper)]).created == ["case"]
+    assert store_batch(team, [validate_session(lower)]).unchanged == ["case"]
+    lower["events"][0]["ts"] = "2026-01-01t10:00:01.5z"
+    assert store_batch(team, [validate_session(lower)]).conflicts == [0]
 
 
 def test_every_problem_is_reported_at_once():

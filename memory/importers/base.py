@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import orjson
 
 from dreamweb import input_guard
+from memory.sessions import parse_timestamp
 
 from .source import Source
 
@@ -99,21 +100,31 @@ def _clean_walk(value):
 
 
 def timestamp(value) -> str | None:
-    """An ISO 8601 string as the schema wants it, or None for anything else (epoch numbers become ISO)."""
+    """A date-time as the schema wants it (memory.sessions.parse_timestamp takes it), or None for anything else:
+    epoch numbers, and the other ISO 8601 forms a format may write (a date alone, 20260101T100000Z, +0530), are
+    written out in RFC 3339, so that no session of a file is refused for its timestamps' spelling."""
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
         if value > 1e11:  # milliseconds
             value = value / 1000
         try:
-            return datetime.fromtimestamp(value, tz=UTC).isoformat().replace("+00:00", "Z")
+            return _rfc3339(datetime.fromtimestamp(value, tz=UTC))
         except (OverflowError, OSError, ValueError):
             return None
     if not isinstance(value, str) or not value:
         return None
+    if parse_timestamp(value) is not None:
+        return value  # as written: the common case
     try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return _rfc3339(datetime.fromisoformat(value.replace("Z", "+00:00")))
     except ValueError:
         return None
-    return value
+
+
+def _rfc3339(moment: datetime) -> str:
+    text = moment.isoformat().replace("+00:00", "Z")
+    if parse_timestamp(text) is None:  # an offset with seconds (+05:30:15), which RFC 3339 has no way to write
+        text = moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return text
 
 
 def block_text(content, *, image: str = "[image]") -> str:
