@@ -6,7 +6,7 @@ fast parser (orjson) reads every text as the standard parser does."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -42,11 +42,11 @@ def _mixed_docs() -> list[dict]:
             extra_top_level={"kept": ["in", "metadata"]},
         ),
         session_doc("new-naive", started_at="2026-11-01T10:00:00", outcome="failure"),
-        session_doc("new-plain", task=None, metadata=None),
+        session_doc("new-plain", task=None, metadata={}),  # the default spelled out (null is no object: refused)
         session_doc("new-awkward", agent="someone-else"),  # the same id again, other content: a conflict
         session_doc("stored-same"),  # stored before with this content: unchanged
         session_doc("stored-other", agent="changed"),  # stored before with other content: a conflict
-        session_doc("new-plain", task=None, metadata=None),  # a repeat with the same content: unchanged
+        session_doc("new-plain", task=None, metadata={}),  # a repeat with the same content: unchanged
     ]
 
 
@@ -216,13 +216,16 @@ def test_timestamps_with_any_offset_python_allows_are_stored_as_their_instant():
         assert AgentSession.objects.get(external_id="west").started_at.isoformat() == "2026-11-02T07:30:00+00:00"
 
 
+@pytest.mark.filterwarnings("ignore:DateTimeField AgentSession.started_at received a naive datetime")  # on purpose
 def test_a_copy_row_is_what_the_general_path_writes_for_every_field():
     """copy_row writes text, integers and aware date-times without _copy_value, and the JSON fields come after the
     row (JSONText as it is): cell for cell what _copy_value writes of each field, a missing field as its default."""
     cleans = [validate_session(doc) for doc in _mixed_docs()]
-    naive = cleans[1].fields
-    assert naive["started_at"].tzinfo is None
+    assert cleans[1].fields["started_at"].tzinfo is UTC  # no offset: the validator reads it as UTC
     cleans.append(ingest.CleanSession(fields={"external_id": "bare", "agent": "x"}, size=0))  # defaults
+    # A naive date-time from a caller that builds its fields itself: made aware as Django would.
+    naive = {"external_id": "naive", "agent": "x", "started_at": datetime(2026, 11, 1, 10)}  # noqa: DTZ001
+    cleans.append(ingest.CleanSession(fields=naive, size=0))
     handed = validate_session(_mixed_docs()[0])
     handed.fields["events"] = ingest.JSONText.of(handed.fields["events"])
     handed.fields["metadata"] = ingest.JSONText.of(handed.fields["metadata"])
