@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import html
 import ipaddress
-import re
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import unquote
+
+from dreamweb import bounded_re as re  # every search of one screen shares a time budget (SCREEN_SECONDS)
 
 # --- the reasons, one per family (a proposal or a refused write names them) ----------------------------------------
 
@@ -43,7 +44,13 @@ REASON_HIDDEN_ORDER = (
     "Holds invisible controls that change the order text reads in (bidirectional overrides or isolates): what a "
     "person sees is not what an agent reads."
 )
+REASON_UNSCREENABLE = (
+    "Could not be screened in time (text built so that reading it takes long): it is refused, never let through."
+)
 UNKNOWN_HOST_PREFIX = "Points to a host the team has not allowed"
+# The time one text's screen may take. Ordinary texts take milliseconds; a text built to make the patterns slow
+# (60 KB of one repeated command word) is stopped here rather than holding a worker for seconds.
+SCREEN_SECONDS = 1.0
 
 POISON_REASONS = (
     REASON_MARKUP,
@@ -53,6 +60,7 @@ POISON_REASONS = (
     REASON_EXFILTRATION,
     REASON_HIDDEN_ORDER,
     REASON_WEAKENS,
+    REASON_UNSCREENABLE,
 )
 
 
@@ -513,6 +521,14 @@ _HOST_NAME = rf"(?:{_LABEL}\.)+(?:[a-z]{{2,24}}|xn--[a-z0-9-]+)"
 URL_ANY = re.compile(r"(?<![\w.+-])(?:[a-z][a-z0-9+.-]{1,15}:)?//(?P<auth>[^\s/?#\"'`<>(){}\\,;|]*)", re.I)
 USER_AT_HOST = re.compile(rf"(?<![\w.%+-])[\w.+-]+@(?P<host>{_HOST_NAME}|{_LABEL})(?=[:/\s\"'`]|$)", re.I)
 BARE_HOST = re.compile(rf"(?<![\w@./:-])(?P<host>{_HOST_NAME})(?::(?P<port>\d{{1,5}}))?(?![\w-]|\.[a-z0-9])", re.I)
+# A host glued into an identifier by underscores, which no host name holds: an MCP tool named after its server
+# (`mcp__fix.evil.example__login`), `login_fix.evil.example`. Between double underscores any host name; after a
+# single one, a name of three labels at least (`user_data.name` is a code path, not a host).
+GLUED_HOST = re.compile(
+    rf"(?:(?<=__)(?P<host>{_HOST_NAME})(?=__|[^\w.-]|$)|(?<=[a-z0-9]_)(?P<host3>(?:{_LABEL}\.){{2,}}[a-z]{{2,24}})"
+    rf"(?=_|[^\w.-]|$))",
+    re.I,
+)
 IPV4 = re.compile(r"(?<![\w.])(?P<ip>(?:\d{1,3}\.){3}\d{1,3})(?::\d{1,5})?(?![\w.]|\.\d)")
 LABEL_PORT = re.compile(rf"(?<![\w.@/:-])(?P<host>{_LABEL})(?=:(?:\d{{2,5}})(?![\w.:]))", re.I)
 # Single-label hosts named as the target of a network tool: `ssh jump01`, `nc tfstate-sync 7000`, `scp f backup-07:`,
@@ -605,6 +621,10 @@ def hosts_in(text: str) -> set[str]:
         name = m.group("host")
         if m.group("port") or not _file_like(name, t, m.start()):
             found.add(name.lower())
+    for m in GLUED_HOST.finditer(t):
+        name = m.group("host") or m.group("host3")
+        if not any(a <= m.start() < b for a, b in spans) and not _file_like(name, t, m.start()):
+            found.add(name.lower())
     for m in IPV4.finditer(t):
         if any(a <= m.start() < b for a, b in spans):
             continue
@@ -635,6 +655,14 @@ def screen(text: str | None, *, allowed_hosts=()) -> list[str]:
     """The named reasons why this text must never become memory on its own (empty: nothing found)."""
     if not text or not text.strip():
         return []
+    try:
+        with re.budget(SCREEN_SECONDS):
+            return _screen(text, allowed_hosts)
+    except re.OverBudget:
+        return [REASON_UNSCREENABLE]
+
+
+def _screen(text: str, allowed_hosts) -> list[str]:
     v = Views.of(text)
     reasons = []
     if _markup(v):

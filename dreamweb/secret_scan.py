@@ -61,7 +61,7 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
 WEBHOOK_URL = re.compile(
     r"(?i)(?:\bhttps?://(?:[\w-]+\.)*(?:[\w-]*(?:hooks?|webhook)[\w-]*\.[\w.-]+|discord(?:app)?\.com|"
     r"chat\.googleapis\.com|maker\.ifttt\.com|api\.telegram\.org)(?::\d+)?|"
-    r"\b(?:hooks\.slack\.com|hooks\.zapier\.com|[\w-]+\.webhook\.office\.com|maker\.ifttt\.com|"
+    r"\b(?:hooks\.slack\.com|hooks\.zapier\.com|(?<![\w-])[\w-]+\.webhook\.office\.com|maker\.ifttt\.com|"
     r"chat\.googleapis\.com|api\.telegram\.org|discord(?:app)?\.com(?=/api/webhooks))|"
     # any other host, when the path has a hooks/webhook segment followed by an id (digits in it) or a bot token
     r"\bhttps?://[\w.-]+(?::\d+)?(?=/(?:[^\s'\"`<>/]+/)*(?:(?:hooks?|webhooks?|webhookb2)/[\w-]*\d[\w-]{7,}|"
@@ -179,9 +179,11 @@ CONTEXT_TOKEN = re.compile(
     r"(?<![\w/.@:-])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{12,}(?![\w/.@-])"
 )
 # ... and so is a shorter word that mixes letters, digits and punctuation like a typed password (`Tr0ub4dor&3`).
+# The look-aheads read at most a password's length (128): unbounded, a run of `$($($(` made every `(` a start that
+# read to the end of the run (time in the square of its length).
 PASSWORD_TOKEN = re.compile(
-    r"(?<![^\s'\"`(\[])(?=[^\s'\"`]*\d)(?=[^\s'\"`]*[A-Za-z])(?=[^\s'\"`]*[!#$%&*+?^~|])[^\s'\"`]{8,}"
-    r"(?<![.,;:!?)\]])"
+    r"(?<![^\s'\"`(\[])(?=[^\s'\"`]{0,128}\d)(?=[^\s'\"`]{0,128}[A-Za-z])(?=[^\s'\"`]{0,128}[!#$%&*+?^~|])"
+    r"[^\s'\"`]{8,}(?<![.,;:!?)\]])"
 )
 # `admin/Gr4fana!2026`, `loader / S3cret99`: a user name, a slash and a password-looking word.
 USER_PASS = re.compile(r"(?<![\w/.-])[A-Za-z][\w.-]{0,31}\s?/\s?(?P<pw>[^\s/'\"`]{6,})")

@@ -16,6 +16,14 @@ from .base import Format, Options, Parsed, Transcript, block_text, mcp_name
 from .documents import content_id, documents, first_document, given_id
 from .source import Source
 
+# Blocks of a user turn that carry someone else's words, and the author they are given.
+ATTACHED = {
+    "document": "attachment",
+    "search_result": "web",
+    "web_search_result": "web",
+    "web_search_tool_result": "web",
+    "web_fetch_result": "web",
+}
 ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "mcp_tool_use"}
 
 
@@ -86,6 +94,11 @@ def convert(doc, options: Options) -> dict:
                     block_text(block.get("content")),
                     is_error=bool(block.get("is_error")),
                 )
+            elif role == "user" and kind in ATTACHED:
+                # A document the person attached, a search result: in the person's turn, not in their words (a
+                # forum post saying "don't use npm" is not the person's correction; docs/session-formats.md).
+                flush()
+                t.say("user", block_text([block]), author=ATTACHED[kind])
             elif kind not in ("thinking", "redacted_thinking"):
                 text = block_text([block])
                 if text:
