@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.importer_support import convert, events, jsonl, one, shape
 
 SID = "11111111-2222-3333-4444-555555555555"
@@ -276,7 +278,40 @@ def test_a_poll_of_a_background_job_is_folded_onto_the_command_it_polls():
     assert calls == ["t1", "t4"]
     folded = events(doc, "tool_result")[0]
     assert folded["call_id"] == "t1" and (folded["exit_code"], folded["is_error"]) == (1, True)
-    assert folded["content"].endswith("<stdout>FAIL ./pkg</stdout>") and "<status>running</status>" in folded["content"]
+    # The CLI's wrapping (the "running in background" line, <status>, <stdout>) is not the job's output.
+    assert folded["content"] == "FAIL ./pkg"
+
+
+@pytest.mark.parametrize(
+    "polled,content,code",
+    [
+        (
+            "<status>failed</status>\n\n<exit_code>2</exit_code>\n\n<stdout>\nmake: *** No rule\n</stdout>",
+            "make: *** No rule",
+            2,
+        ),
+        (
+            "<status>completed</status>\n<exit_code>0</exit_code>\n<stdout>ok</stdout>\n<stderr>warn: x</stderr>",
+            "ok\nwarn: x",
+            0,
+        ),
+        ("<status>failed</status>\n<stderr>boom</stderr>\n<timestamp>2025-09-03T01:00:18Z</timestamp>", "boom", None),
+        ("plain text the CLI did not wrap", "plain text the CLI did not wrap", None),
+    ],
+)
+def test_a_polled_jobs_output_is_its_own_without_the_clis_tags(polled, content, code):
+    doc = one(
+        jsonl(
+            user("Run it."),
+            assistant("m1", tool_use("t1", "Bash", command="make e2e", run_in_background=True)),
+            result("t1", "Command running in background with ID: bash_1", structured={"backgroundTaskId": "bash_1"}),
+            assistant("m2", tool_use("t2", "BashOutput", bash_id="bash_1")),
+            result("t2", polled, structured={"shellId": "bash_1"}),
+        )
+    )
+    (folded,) = events(doc, "tool_result")
+    assert folded["content"] == content
+    assert folded.get("exit_code") == code
 
 
 def test_dreamweb_remember_calls_are_in_band_notes():

@@ -8,8 +8,8 @@ exec_command_end) are written to two developers' folders, imported with `manage.
 folder: two import runs are two sources, docs/dream-pipeline.md "Sources, not claims"), and one dream runs over them.
 
 Written from the docs only (docs/session-formats.md, docs/dream-pipeline.md, docs/design.md); a failing test is a
-finding. Written blind by a helper (stop 24): 17 of its 20 tests passed on the code it probed; the 3 that failed are
-marked as known gaps with their reasons."""
+finding. Written blind by a helper (stop 24): 17 of its 20 tests passed on the code it probed; of the 3 that failed,
+a polled background job's wrapping is fixed (tests/test_importers_claude_code.py), 2 are marked as known gaps."""
 
 from __future__ import annotations
 
@@ -1265,13 +1265,6 @@ def test_no_home_path_or_user_name_in_any_evidence_excerpt(dreamt):
     assert not leaks, leaks
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "known gap: a background Bash job's polled result keeps Claude Code's "
-        "<status>/<exit_code>/<stdout> wrapping, quoted in the lesson"
-    ),
-)
 def test_f8_a_failure_seen_only_by_polling_the_job_is_the_commands_fix(dreamt):
     found = about(dreamt, "f8po")
     assert len(found) == 1, describe(dreamt)

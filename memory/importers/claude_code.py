@@ -6,7 +6,9 @@ What a file holds and how it maps (../shared/real/transcripts/FORMATS.md has eve
 * `tool_use` blocks are calls; `tool_result` blocks are results, `is_error` kept; a `<tool_use_error>` wrapper is an
   error whatever the flag says, and a Bash error's `Exit code N` header becomes `exit_code` (the header is not output).
 * Background jobs: a BashOutput/TaskOutput call that polls a job started in the session is folded onto the call that
-  started it (its output appended, the job's exit code on that call), so a poll is never a step of its own.
+  started it (its output appended, the job's exit code on that call), so a poll is never a step of its own; the
+  CLI's wrapping (the "running in background" line, `<status>`, `<exit_code>`, `<stdout>`, `<stderr>` tags) is not
+  output and goes.
 * `isMeta` lines, slash-command wrappers, local-command output, compaction summaries and interruptions are system
   text, not a person's words; thinking is dropped; `summary` lines, cwd, git branch and CLI version go to metadata.
 * Subagents get sessions of their own, `<sessionId>:<agent id>` (2.x writes them to `agent-<id>.jsonl` with the
@@ -27,6 +29,23 @@ from .source import Source
 CONVERSATION = {"user", "assistant"}
 BOOKKEEPING = {"summary", "file-history-snapshot", "system", "progress", "queue-operation"}
 POLL_TOOLS = {"BashOutput", "TaskOutput"}
+# What the CLI wraps a polled job's output in: `<status>failed</status>`, `<exit_code>2</exit_code>`, `<stdout>…`,
+# `<stderr>…`, `<timestamp>…`. The output is the job's; the tags are the CLI's (never quoted in a lesson).
+JOB_TAG = re.compile(r"<(status|exit_code|stdout|stderr|timestamp)>\n?(.*?)\n?</\1>", re.S)
+BACKGROUND_NOTICE = re.compile(r"Command running in background with ID: \S+")
+
+
+def _job_output(content: str) -> tuple[str, int | None]:
+    """A poll's result as the job's own output (stdout, then stderr) and its exit code, when the CLI wrapped it."""
+    tags = {m.group(1): m.group(2) for m in JOB_TAG.finditer(content)}
+    if not tags:
+        return content, None
+    code = tags.get("exit_code", "").strip()
+    rest = JOB_TAG.sub("", content).strip()
+    output = "\n".join(t for t in (tags.get("stdout", ""), tags.get("stderr", ""), rest) if t.strip())
+    return output, int(code) if code.lstrip("-").isdigit() else None
+
+
 JOB_KEYS = ("backgroundTaskId", "shellId", "bash_id", "task_id", "agentId")
 # What every line repeats about where the CLI ran: the last value of each goes to metadata.
 CONTEXT_KEYS = (("cwd", "cwd"), ("gitBranch", "git_branch"), ("version", "cli_version"), ("slug", "slug"))
@@ -303,6 +322,10 @@ class _File:
         result = stream.t.results.get(origin)
         if result is None:
             return
+        content, polled_code = _job_output(content)
+        exit_code = polled_code if exit_code is None else exit_code
+        if BACKGROUND_NOTICE.fullmatch(result["content"].strip()):
+            result["content"] = ""  # the CLI's "running in background" line: the job's output replaces it
         if content.strip():
             result["content"] = (result["content"] + "\n" + clean_text(content)).strip("\n")
         if exit_code is not None:
