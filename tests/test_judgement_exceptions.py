@@ -169,3 +169,13 @@ def test_requests_for_pieces_of_different_things_stay_apart():
         s = S(f"r-{i}", "a").say("user", "Fix it.").call("bash", "pytest -q", "ok").say("user", said)
         docs.append(s.doc)
     assert run(docs + [filler(i) for i in range(3)]).proposals == []
+
+
+def test_a_lessons_function_words_are_never_elided():
+    from reviews.analysis.aggregate import _shared_wording
+
+    named = "Use `pnpm`, not `npm`: run `pnpm i` instead of `npm i`."  # the most common wording: the one kept
+    texts = {1: named, 2: named, 3: "Use `pnpm`: run `pnpm i` instead of `npm i`.", 4: "Prefer `pnpm` (x).", 5: "y"}
+    out = _shared_wording(texts)  # "not" is in 2 of 5 texts: elided as a detail before
+    assert out.startswith("Use `pnpm`, not `npm`"), out
+    assert "instead of" in out, out

@@ -481,7 +481,10 @@ def _shared_wording(texts_by_session: dict[int, str]) -> str:
     need = len(texts) / 2
 
     def keep(m: re.Match) -> str:
-        return m.group(0) if seen[m.group(0).lower()] > need else ELIDED
+        # A function word ("not", "instead", "of") is the lesson's structure, never a session's detail: elided,
+        # "Use `x`, not `y`" would read "Use `x`, … `y`".
+        word = m.group(0).lower()
+        return m.group(0) if seen[word] > need or word in nz.STOPWORDS else ELIDED
 
     out = _TOKEN.sub(keep, chosen)
     out = re.sub(rf"{ELIDED}(?:[\s,;'\"`()\[\]]*{ELIDED})+", ELIDED, out)
