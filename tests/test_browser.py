@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,16 @@ def page(browser):
     context = browser.new_context(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
     page = context.new_page()
     page.set_default_timeout(10_000)
+    # Requests the page still has in flight (a panel htmx loads after the page) must end before the test's database
+    # is flushed: a live-server thread still reading while the flush truncates deadlocks with it.
+    inflight: set = set()
+    page.on("request", lambda request: inflight.add(request))
+    page.on("requestfinished", lambda request: inflight.discard(request))
+    page.on("requestfailed", lambda request: inflight.discard(request))
     yield page
+    deadline = time.monotonic() + 5
+    while inflight and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
     context.close()
 
 

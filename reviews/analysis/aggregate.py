@@ -104,6 +104,7 @@ class Bucket:
     location: str = ""
     query: frozenset = frozenset()
     topic: frozenset = frozenset()
+    negated: bool = False  # a note that denies what it names ("not allowed on Fridays")
 
     def features(self) -> None:
         # Only what this family's similarity test needs: most buckets are one-off noise.
@@ -115,6 +116,9 @@ class Bucket:
             if self.new and self.new == self.old:
                 # What changed is a value masking hides (port 5432 -> 5433): the values are the lesson.
                 self.new, self.old = nz.collapse(f.get("new")).lower(), nz.collapse(f.get("old")).lower()
+        if fam == "fix" and self.key.startswith(PREP_KEY) and nz.program(self.new) in WAITS:
+            # Waiting is the step, however long (`sleep 3`, `sleep 10`): the duration is an operand.
+            self.new = re.sub(r"\d+(?:\.\d+)?[a-z]*", "<n>", self.new)
         if fam in ("fix", "check"):
             self.sig = f.get("error_signature") or (nz.normalize_error(f["error"]) if f.get("error") else "")
         if fam == "fix" and f.get("kind") == "corrected_command":
@@ -133,6 +137,7 @@ class Bucket:
             text = f.get("summary") or ""
             self.anchors = nz.anchors(text)
             self.salient = nz.salient(text)
+            self.negated = nz.negated(text)
         if fam == "where":
             self.location = (f.get("location") or "").lower()
             self.query = _query_words(f.get("query") or "")
@@ -199,17 +204,30 @@ class Bucket:
                 )
             )
         if fam == "note":
+            if contradicts(self.negated, self.salient, other.negated, other.salient):
+                return False
             return notes_alike(self.anchors, self.salient, other.anchors, other.salient)
         return False
 
 
 # The key of rules._finding_retry: a failed call that worked once another step had run.
 PREP_KEY = "fix:"
+WAITS = frozenset({"sleep", "wait", "timeout"})
 
 
 def _query_words(query: str) -> frozenset:
     """What a search looked for, as words: `func.*enable|enableCmd` ~ `enableCmd|func enable`."""
     return frozenset(w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_]{2,}|\d+", query or ""))
+
+
+# How much of their words two statements must share for opposite polarity to make them contradict each other.
+CONTRADICTION_OVERLAP = 0.8
+
+
+def contradicts(a_negated: bool, a_sal, b_negated: bool, b_sal) -> bool:
+    """ "Deploys are allowed on Fridays" and "... are not allowed ...": the same words, opposite polarity. Paraphrases
+    whose side clauses differ ("..., so don't leave data there") share fewer words and are not read so."""
+    return a_negated != b_negated and nz.overlap(a_sal, b_sal) >= CONTRADICTION_OVERLAP
 
 
 def anchors_compatible(a: frozenset, b: frozenset) -> bool:
@@ -1235,6 +1253,10 @@ def _known_or_stale_entry(c: Cluster, index: MemoryIndex, agent: str | None) -> 
                 continue
             common = len(sal & e.salient)
             if anc <= e.anchors and (not anc or common >= 2) and nz.containment(sal, e.salient) >= 0.6:
+                if fam == "note" and contradicts(nz.negated(text), sal, nz.negated(e.content), e.salient):
+                    # The same words, denied (or affirmed) now: the entry is contradicted, not reinforced.
+                    stale = stale or e
+                    continue
                 return "known", e
             # Same topic, different concrete facts (a changed number, host or path): the entry is out of date.
             if (

@@ -129,6 +129,10 @@ def _norm_id(i: str) -> str:
     """`2TB` ~ `2 TB`, `1st` ~ `1`, `15min` ~ `15 min`, `P1s` ~ `P1`: the number (or the id) is the fact."""
     m = _UNIT.match(i)
     if m:
+        # A thousand multiplier is the number it stands for (`10k` is 10000, `1.5k` 1500); other units go.
+        if i.endswith("k") and not i.endswith(("kb",)):
+            value = float(m.group(1)) * 1000
+            return str(int(value)) if value.is_integer() else m.group(1)
         return m.group(1)
     if re.fullmatch(r"[a-z]+\d+s", i):
         return i[:-1]
@@ -388,12 +392,16 @@ _EXPORTED = re.compile(
 )
 
 
+_FLAG_VALUE = re.compile(r"(?<=\s)(--?[a-z][\w-]*)=(?=\S)")
+
+
 @lru_cache(maxsize=65536)
 def normalize_command(cmd: str) -> str:
     """Whitespace collapsed, lower-cased, volatile ids (uuids, long hex, timestamps, long numbers) replaced; a
     variable exported for one command written as the assignment before it (`export A=1 && cmd` is `A=1 cmd`)."""
     s = collapse(cmd or "")
     s = _EXPORTED.sub(lambda m: (m.group(1) or "").strip() + " " if m.group(1) else "", s).strip().lower()
+    s = _FLAG_VALUE.sub(r"\1 ", s)  # `-timeout=30m` is `-timeout 30m`
     s = TS_RE.sub("<ts>", s)
     s = UUID_RE.sub("<uuid>", s)
     s = HEX_RE.sub(lambda m: "<hex>" if any(c.isdigit() for c in m.group(0)) else m.group(0), s)
@@ -508,6 +516,28 @@ def shape_words(cmd: str) -> set[str]:
                 out.add(t)
                 positional += 1
     return out
+
+
+# A statement that denies what it names ("deploys are not allowed on Fridays", "no longer runs on weekends"): the
+# same words with the opposite meaning. English, German, French, Spanish, Italian, Portuguese, Dutch.
+_NEGATION = re.compile(
+    r"(?i)(?<![\w'])(?:not|never|no longer|cannot|nicht|nie|niemals|kein(?:e[nmrs]?)?|nicht mehr|ne\b[^.;!?]{0,30}"
+    r"\b(?:pas|plus|jamais)|nunca|jamás|ya no|non|mai|niet|nooit|geen)(?![\w'])|n't\b"
+)
+
+
+# A contrast after the statement ("port 6380, not 6379", "30 s, not the default 5 s", "6380, nicht auf 6379"): it
+# says what the fact is not, and leaves the statement affirmative.
+_CONTRAST = re.compile(
+    r"(?i)[,;(\u2014\u2013]\s*(?:but\s+|aber\s+|mais\s+)?(?:not|never|nicht|nie|pas|jamais|non|niet|no|nunca)\b"
+    r"[^,.;)]*"
+)
+
+
+def negated(text: str) -> bool:
+    """Does the statement deny what it names? Two statements of the same words and opposite polarity are two
+    facts, one the other's contradiction, never one. A contrast clause does not count."""
+    return bool(_NEGATION.search(_CONTRAST.sub(" ", text or "")))
 
 
 def slug(text: str, limit: int = 48) -> str:

@@ -1231,7 +1231,8 @@ def _notes(notes, actions, served: _Served) -> list[dict]:
             out.append(
                 make_finding(
                     "note",
-                    "note:" + " ".join(sorted(anc)) + "|" + " ".join(sorted(sal)),
+                    # A denial is another fact than the statement of the same words (aggregate.contradicts).
+                    ("note:!" if nz.negated(text) else "note:") + " ".join(sorted(anc)) + "|" + " ".join(sorted(sal)),
                     trim(text, 500),
                     evidence=ev,
                     confidence=0.6,
