@@ -397,6 +397,9 @@ class Proposal(models.Model):
     content = models.TextField(null=True, blank=True)
     # What the dream proposed, kept when a reviewer edits the content before approving.
     original_content = models.TextField(null=True, blank=True)
+    # The key and scope the dream proposed ({"key_hint", "scope_agent", "scope_task"}), kept when a reviewer edits
+    # them before approving: an undo gives the proposal back as it was proposed.
+    original_edit = models.JSONField(null=True, blank=True)
     key_hint = models.CharField(max_length=200, blank=True, help_text="Readable key for an added entry.")
     scope_agent = models.CharField(max_length=100, null=True, blank=True)
     scope_task = models.CharField(max_length=100, null=True, blank=True)

@@ -99,6 +99,7 @@ def apply_pending(store, *, user) -> dict[str, int]:
                 author=Author.dream(proposal.run_id),
                 reason=f"applied by the store's policy ({policy.get_mode_display().lower()}), "
                 f"at {user.get_username()}'s request",
+                policy=policy.mode,  # the policy applied it, as its own step records it
             )
         except NotPending:
             continue

@@ -112,6 +112,11 @@ def undo_decision(proposal: Proposal, *, user) -> Proposal:
             current.content, current.original_content = current.original_content, None
         fields = ["status", "decided_by", "decided_at", "decision_reason", "applied_versions", "content"]
         fields.append("original_content")
+        if current.original_edit:  # the key and scope the reviewer typed go too
+            for name, value in current.original_edit.items():
+                setattr(current, name, value)
+            current.original_edit = None
+            fields += ["key_hint", "scope_agent", "scope_task", "original_edit"]
         try:
             with transaction.atomic():
                 current.save(update_fields=fields)

@@ -146,6 +146,11 @@ def apply_proposal(
             proposal.original_content = proposal.content
             proposal.content = content
             update_fields += ["content", "original_content"]
+        proposed = {
+            "key_hint": proposal.key_hint,
+            "scope_agent": proposal.scope_agent,
+            "scope_task": proposal.scope_task,
+        }
         if key is not None and proposal.operation == "add" and key != proposal.write_key:
             try:
                 proposal.key_hint = validate_key(key)
@@ -155,6 +160,9 @@ def apply_proposal(
         if scope is not None:
             proposal.scope_agent, proposal.scope_task = (v.strip()[:100] or None if v else None for v in scope)
             update_fields += ["scope_agent", "scope_task"]
+        if any(getattr(proposal, k) != v for k, v in proposed.items()):
+            proposal.original_edit = proposed  # what an undo gives back
+            update_fields.append("original_edit")
         proposal.decided_by = user
         proposal.decided_at = timezone.now()
         proposal.decision_reason = reason

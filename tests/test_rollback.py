@@ -117,6 +117,34 @@ def test_undo_of_an_approval_restores_the_entry_and_the_proposal_waits_again(wor
     assert entry(world.store_a, "deploy").content == "Deploy with make release."
 
 
+@pytest.mark.parametrize(
+    "edits",
+    [
+        {"key": "my-own-key"},
+        {"scope": ("ops-bot", "hotfix")},
+        {"key": "my-own-key", "scope": ("ops-bot", None), "content": "Tag releases first, always."},
+    ],
+)
+def test_undo_gives_the_proposal_back_as_proposed_whatever_the_reviewer_edited(world, edits):
+    proposal = make_proposal(
+        world.store_a, operation="add", content="Tag first.", key_hint="tag-first", scope_agent="deploy-bot"
+    )
+    services.approve(proposal, user=world.alice, **edits)
+    undone = rollback.undo_decision(proposal, user=world.alice)
+    assert (undone.key_hint, undone.scope_agent, undone.scope_task, undone.content) == (
+        "tag-first",
+        "deploy-bot",
+        None,
+        "Tag first.",
+    )
+    assert undone.original_edit is None and undone.original_content is None
+
+
+def test_an_approval_without_edits_keeps_nothing_to_give_back(world):
+    proposal = make_proposal(world.store_a, operation="add", content="Tag first.", key_hint="tag-first")
+    assert services.approve(proposal, user=world.alice).original_edit is None
+
+
 def test_undo_of_an_approval_refuses_when_the_entry_changed_since(world):
     make_entry(world.store_a, key="deploy", content="Deploy with make ship.")
     proposal = make_proposal(world.store_a, operation="update", targets=["deploy"], content="Deploy with make release.")
