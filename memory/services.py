@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -620,6 +620,43 @@ def supersede_entry(
     return replacement, old
 
 
+def revivable_by(entry: MemoryEntry, proposal_id: int | None, created_by: int | None) -> bool:
+    """Whether an add (proposal ``proposal_id``) may take back the entry holding its key: only when that entry is the
+    proposal's own, created by its earlier approval (``created_by``: the proposal of the entry's first version) and
+    archived by the undo of it. Any other holder of the key, archived or not, stays a conflict: reviving someone
+    else's entry would be a change nobody reviewed."""
+    return proposal_id is not None and created_by == proposal_id and entry.status == EntryStatus.ARCHIVED
+
+
+def first_proposal_id(entry_ref):
+    """The proposal that created an entry (its first version's), as a subquery (``entry_ref``: OuterRef("pk"))."""
+    return models.Subquery(MemoryVersion.objects.filter(entry=entry_ref, number=1).values("proposal_id")[:1])
+
+
+def _revive_own_entry(store, key, content, author, scope_agent, scope_task, prov) -> MemoryEntry:
+    """An add approved again after its approval was undone: the undo archived the entry that approval created, and
+    that entry still holds the key. It comes back active with the proposal's text, as a new version (its history
+    keeps the first approval and the undo)."""
+    entry = (
+        MemoryEntry.objects.filter(store=store, key=key)
+        .annotate(created_by=first_proposal_id(models.OuterRef("pk")))
+        .first()
+    )
+    if entry is None or not revivable_by(entry, prov.proposal_id, entry.created_by):
+        raise EntryExists(f"an entry with key {key!r} already exists in {store.slug}")
+    return update_entry(
+        entry,
+        base_hash=entry.content_hash,
+        author=author,
+        content=content or "",
+        scope_agent=scope_agent,
+        scope_task=scope_task,
+        status=EntryStatus.ACTIVE,
+        provenance=prov,
+        operation=Operation.RESTORE,
+    )
+
+
 def apply_change(
     store: MemoryStore,
     *,
@@ -647,15 +684,19 @@ def apply_change(
     prov = provenance or Provenance()
     with transaction.atomic():
         if operation == "add":
-            entry = create_entry(
-                store,
-                key=key or new_entry_key("", content),
-                content=content or "",
-                author=author,
-                scope_agent=scope_agent,
-                scope_task=scope_task,
-                provenance=prov,
-            )
+            key = key or new_entry_key("", content)
+            try:
+                entry = create_entry(
+                    store,
+                    key=key,
+                    content=content or "",
+                    author=author,
+                    scope_agent=scope_agent,
+                    scope_task=scope_task,
+                    provenance=prov,
+                )
+            except EntryExists:
+                entry = _revive_own_entry(store, key, content, author, scope_agent, scope_task, prov)
             return [entry.versions.get(number=entry.version)]
         entries = {e.key: e for e in MemoryEntry.objects.select_for_update().filter(store=store, key__in=targets)}
         missing = [k for k in targets if k not in entries]

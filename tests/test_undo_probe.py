@@ -1291,13 +1291,6 @@ def test_decided_view_names_policy_mode_of_dream_apply(world):
     assert f"policy: {PolicyMode.AUTO_LOW_RISK.label.lower()}" in html
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "known gap: an undone add leaves its archived entry holding the key, so approving it again is a key "
-        "conflict (the card asks for another key)"
-    ),
-)
 def test_reapprove_add_after_undo(world):
     """Undo makes the approval 'pending again': approving it again must be possible (its key is held only by the
     entry the undone approval created and archived)."""
@@ -1489,13 +1482,6 @@ def test_dream_run_api_other_team_404(world):
     assert Api(other).get(f"/api/v1/dream-runs/{run.pk}/").status_code == 404
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "known gap: an undone add leaves its archived entry holding the key, so approving it again is a key "
-        "conflict (the card asks for another key)"
-    ),
-)
 def test_card_after_undo_of_add_offers_approve(world):
     """After an undone add the card is pending again; it should not be blocked by its own archived entry."""
     with all_teams():

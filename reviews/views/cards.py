@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import OuterRef, Q
 from django.template.defaultfilters import floatformat
 from django.urls import reverse
 from django.utils.timesince import timesince
 
 from memory.models import MemoryEntry, MemoryVersion
-from memory.services import replacement_key
+from memory.services import first_proposal_id, replacement_key, revivable_by
 from skills_registry.models import Skill
 
 from .. import diffs
@@ -97,8 +97,10 @@ def _current_memory(proposals) -> dict:
     }
     if not wanted:
         return {}
-    rows = MemoryEntry.objects.filter(store_id__in={s for s, _ in wanted}, key__in={k for _, k in wanted}).only(
-        "id", "store_id", "key", "content", "content_hash", "status", "version"
+    rows = (
+        MemoryEntry.objects.filter(store_id__in={s for s, _ in wanted}, key__in={k for _, k in wanted})
+        .only("id", "store_id", "key", "content", "content_hash", "status", "version")
+        .annotate(created_by=first_proposal_id(OuterRef("pk")))
     )
     return {(e.store_id, e.key): e for e in rows}
 
@@ -278,6 +280,8 @@ def decorate(proposals: list[Proposal], *, every_session: bool = False) -> list[
         taken = None
         if p.operation == ProposalOperation.ADD and p.target_kind == TargetKind.MEMORY:
             taken = memory.get((p.store_id, p.write_key))
+            if taken is not None and revivable_by(taken, p.pk, taken.created_by):
+                taken = None  # its own entry, archived by the undo of its approval: approving brings it back
         p.card_key_taken = taken
         p.card_changed = [t for t in p.card_targets if t.changed]
         changed += [t for t in p.card_changed if p.target_kind == TargetKind.MEMORY]
