@@ -216,37 +216,9 @@ class PolicyForm(forms.ModelForm):
     def clean_removal_risk(self):
         return self.cleaned_data.get("removal_risk") or self.instance.removal_risk
 
-    def clean_min_share(self):
-        value = self.cleaned_data["min_share"]
-        if not 0 <= value <= 1:
-            raise forms.ValidationError("A share between 0 and 1.")
-        return value
-
     def clean_min_sources(self):
         value = self.cleaned_data.get("min_sources")
-        if value is None:
-            return self.instance.min_sources
-        if value < 1:
-            raise forms.ValidationError("At least 1 source.")
-        return value
-
-    def clean_min_confidence_auto(self):
-        value = self.cleaned_data["min_confidence_auto"]
-        if not 0 <= value <= 1:
-            raise forms.ValidationError("A confidence between 0 and 1.")
-        return value
-
-    def clean_schedule_minutes(self):
-        value = self.cleaned_data["schedule_minutes"]
-        if value < 5:
-            raise forms.ValidationError("At least 5 minutes between dreams.")
-        return value
-
-    def clean_analyzer(self):
-        value = (self.cleaned_data["analyzer"] or "").strip()
-        if value not in registry.names():
-            raise forms.ValidationError(f"One of: {', '.join(registry.names())}.")
-        return value
+        return self.instance.min_sources if value is None else value
 
 
 class DreamForm(forms.Form):

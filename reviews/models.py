@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -28,16 +29,35 @@ class Risk(models.TextChoices):
     HIGH = "high", "High"
 
 
+# A policy's rules live on its fields (not in one form), so that the policy page, the admin and any other writer
+# refuse the same values with the same words (ModelForm runs them; reviews.services.update_policy checks them too).
+SHARE = [MinValueValidator(0, "A share between 0 and 1."), MaxValueValidator(1, "A share between 0 and 1.")]
+CONFIDENCE = [
+    MinValueValidator(0, "A confidence between 0 and 1."),
+    MaxValueValidator(1, "A confidence between 0 and 1."),
+]
+
+
+def validate_analyzer(value: str) -> None:
+    from .analysis import registry  # the registry imports the analyzers, which read these models
+
+    if value not in registry.names():
+        raise ValidationError(f"One of: {', '.join(registry.names())}.")
+
+
 class AutonomyPolicy(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     store = models.OneToOneField(MemoryStore, on_delete=models.CASCADE, related_name="policy")
     mode = models.CharField(max_length=20, choices=PolicyMode.choices, default=PolicyMode.MANUAL)
     # A pattern is recurrent when seen in at least min_sessions sessions and at least min_share of those analysed.
     min_sessions = models.PositiveIntegerField(default=3)
-    min_share = models.FloatField(default=0.0)
-    min_confidence_auto = models.FloatField(default=0.6, help_text="Below this confidence nothing is auto-applied.")
+    min_share = models.FloatField(default=0.0, validators=SHARE)
+    min_confidence_auto = models.FloatField(
+        default=0.6, validators=CONFIDENCE, help_text="Below this confidence nothing is auto-applied."
+    )
     min_sources = models.PositiveIntegerField(
         default=2,
+        validators=[MinValueValidator(1, "At least 1 source.")],
         help_text="Fewest distinct credentials (API keys, people, import runs) whose sessions must support a change "
         "for it to apply without a reviewer.",
     )
@@ -49,8 +69,12 @@ class AutonomyPolicy(models.Model):
     )
     token_budget = models.PositiveIntegerField(default=2_000_000, help_text="Most LLM tokens one cycle may spend.")
     schedule_enabled = models.BooleanField(default=False)
-    schedule_minutes = models.PositiveIntegerField(default=24 * 60, help_text="Dream every N minutes.")
-    analyzer = models.CharField(max_length=20, default="rules")
+    schedule_minutes = models.PositiveIntegerField(
+        default=24 * 60,
+        validators=[MinValueValidator(5, "At least 5 minutes between dreams.")],
+        help_text="Dream every N minutes.",
+    )
+    analyzer = models.CharField(max_length=20, default="rules", validators=[validate_analyzer])
     # Forgetting (reviews.analysis.forgetting): entries not served for this many days are proposed for archiving
     # (0: never for that reason); a removal's risk (high by default: it never applies without a person).
     forget_after_days = models.PositiveIntegerField(default=30, help_text="Propose archiving entries unused this long.")

@@ -372,6 +372,8 @@ def update_policy(store, *, user, values: dict):
                 setattr(policy, name, new)
         if not changes:
             return policy, None
+        # The fields' rules (reviews.models: shares, floors, the analyzer) whoever calls: ValidationError, no save.
+        policy.clean_fields(exclude=[f.name for f in policy._meta.fields if f.name not in changes])
         policy.updated_by = user
         policy.updated_at = timezone.now()
         policy.save()
