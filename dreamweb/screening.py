@@ -601,6 +601,17 @@ def _file_like(name: str, text: str, start: int) -> bool:
     return before in "/\\" and before != "" or after == "("
 
 
+def _code_comment(m: re.Match, host: str, text: str) -> bool:
+    """``//word`` with no scheme is a line comment of C, Go, JavaScript, Rust… (`//nolint:errcheck`, `//go:embed`,
+    `//eslint-disable-line`, `//TODO: retry`) unless it reads as a network path: a dotted name or an address, a
+    user (`//ops@vault`), a numeric port (`//cache:6379`), or a path after it (`//fileserver/share`, as smbclient
+    takes it)."""
+    if not m.group(0).startswith("//") or "." in host or host.startswith("[") or "@" in m.group("auth"):
+        return False
+    port = m.group("auth").rsplit("@", 1)[-1].partition(":")[2]
+    return not (port.isdigit() or text[m.end() : m.end() + 1] == "/")
+
+
 def hosts_in(text: str) -> set[str]:
     """Every remote host the text names, in any form: URLs of any scheme (also `//host`), user@host, bare names with
     a known top-level domain, IP addresses (also `host:port`), single labels with a port or after a network tool."""
@@ -610,7 +621,7 @@ def hosts_in(text: str) -> set[str]:
     spans: list[tuple[int, int]] = []
     for m in URL_ANY.finditer(t):
         host = _authority_host(m.group("auth"))
-        if host:
+        if host and not _code_comment(m, host, t):
             found.add(host.lower())
         spans.append(m.span())
     for m in USER_AT_HOST.finditer(t):
