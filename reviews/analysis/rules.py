@@ -348,7 +348,7 @@ def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[lis
         used.add((a.pos, later.pos))
         edits = [x for x in actions[a.pos + 1 : later.pos] if not x.shell and x.args and not x.failed]
         seen: set[str] = set()
-        for where, message, rule in diags:
+        for line, message, rule in diags:
             # A linter's rule is the lesson's unit (`ireturn` fails again and again, whatever function it names).
             sig = f"rule {rule}" if rule else _shape(message)
             if sig in seen or len(seen) >= MAX_DIAGNOSTICS:
@@ -365,7 +365,7 @@ def _diagnostics(actions: list[Action], used: set[tuple[int, int]]) -> tuple[lis
                     f"Write code that passes it, and run `{check}` before calling the work done.",
                     evidence=[
                         evidence(a.call_index, a.text, "agent"),
-                        evidence(a.result_index or a.call_index, f"{where}: {message}", a.result_trust),
+                        evidence(a.result_index or a.call_index, line, a.result_trust),
                         evidence(later.call_index, later.text, "agent"),
                     ],
                     confidence=0.6,
@@ -397,26 +397,25 @@ def _gist(message: str, rule: str | None) -> str:
 
 
 def _parse_diagnostics(output: str) -> list[tuple[str, str, str | None]]:
-    """(where, message, rule) of each diagnostic a check printed. A diagnostic names a rule or says what is wrong
+    """(line, message, rule) of each diagnostic a check printed, the line as printed (the evidence quotes it
+    verbatim: a reviewer finds it in the transcript). A diagnostic names a rule or says what is wrong
     (a test's log line at a file and line, `x_test.go:12: hook output: ...`, does neither); one of code that does
     not build yet (undefined names, type mismatches) is the work in progress, not a rule of the team's."""
-    out, current = [], ""
+    out = []
     for raw in output.splitlines():
         line = raw.strip()
         m = DIAGNOSTIC.match(line)
         if m:
-            where, said = m.group("where"), m.group("message").strip()
+            said = m.group("message").strip()
             tail, lead = RULE.search(said), LEADING_RULE.match(said)
             rule = tail.group("rule") if tail else (lead.group("rule") if lead else None)
         else:
             s = STYLISH.match(raw)
             if s is None:
-                if re.fullmatch(r"[\w./@+-]+\.\w+", line):
-                    current = line  # the file an eslint-style report lists its problems under
                 continue
-            where, said, rule = current, s.group("message").strip(), s.group("rule")
+            said, rule = s.group("message").strip(), s.group("rule")
         if (rule or nz.ERROR_WORDS.search(said)) and not COMPILE_ERROR.search(said):
-            out.append((where, said, rule))
+            out.append((line, said, rule))
     return out
 
 
