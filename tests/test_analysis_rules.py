@@ -590,12 +590,17 @@ def test_a_one_off_instruction_is_never_a_preference(phrase):
         ("src/x.py:4: error: Returning Any from function  [no-any-return]\nFound 1 error", "no-any-return"),  # mypy
         ("/repo/src/App.tsx\n  20:1  warning  Unexpected console statement  no-console\n\n1 problem", "no-console"),
         ("cmd/clean.go:221:3: error is not nil (line 219) but it returns nil (nilerr)\n1 issues:", "nilerr"),
+        ("src/a.ts(12,3): error TS6133: 'tmp' is declared but its value is never read.\n", "TS6133"),  # tsc
+        ("script.sh:7:10: SC2086: Double quote to prevent globbing and word splitting.\n", "SC2086"),  # shellcheck
     ],
 )
 def test_the_usual_linter_reports_give_their_rule(report, rule):
     s = S().call("bash", "make lint", report, error=True).call("bash", "make lint", "All checks passed!")
     (f,) = analyze(s.doc).findings
     assert f["rule"] == rule and f["key"] == f"check:make lint:rule {rule}"
+    # The diagnostic is quoted as printed (place, line and column included): a reviewer finds it in the transcript.
+    quoted = [e["excerpt"] for e in f["evidence"] if e["excerpt"] != "make lint"]
+    assert quoted and all(q in report.splitlines() or q in [x.strip() for x in report.splitlines()] for q in quoted)
 
 
 def test_every_rule_of_a_long_report_is_named():
