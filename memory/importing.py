@@ -42,6 +42,7 @@ from .sessions import (
     SessionInvalid,
     SessionTooLarge,
     copy_row,
+    fingerprint,
     source_of,
     store_batch,
     validate_session,
@@ -466,6 +467,7 @@ def handed_over(clean: CleanSession) -> CleanSession:
     fields = clean.fields
     fields["events"] = JSONText.of(fields["events"])
     fields["metadata"] = JSONText.of(fields["metadata"])
+    fields["fingerprint"] = fingerprint(fields)  # from the events' text just written
     if connection.vendor == "postgresql":
         clean.row = copy_row(fields)
     return clean

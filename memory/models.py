@@ -245,6 +245,11 @@ class AgentSession(models.Model):
     # Set when retention dropped the raw events of this consumed session (reviews.retention); the evidence excerpts
     # its proposals quote are kept, and event_count / size_bytes still say what was received.
     events_pruned_at = models.DateTimeField(null=True, blank=True)
+    # The same transcript stored again under another external id (a file copied and imported twice, a re-export)
+    # has the same fingerprint (memory.sessions.fingerprint: agent, start and events); a dream reads only the first
+    # one stored, so one run of an agent is one session of a pattern's prevalence and one of its sources, however
+    # often it was delivered. Empty for a session without a start, which is never taken for another.
+    fingerprint = models.CharField(max_length=32, blank=True, default="", db_default="")
 
     objects = AgentSessionQuerySet.as_manager()
 
@@ -272,6 +277,11 @@ class AgentSession(models.Model):
                 SESSION_TIME.desc(),
                 models.F("id").desc(),
                 name="agentsession_team_agent_newest",
+            ),
+            models.Index(
+                fields=["team", "fingerprint", "id"],
+                name="agentsession_fingerprint",
+                condition=~Q(fingerprint=""),
             ),
             models.Index(
                 fields=["team", "ingested_at"],

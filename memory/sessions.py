@@ -4,6 +4,7 @@ idempotent bulk ingest on (team, external_id)."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -331,6 +332,30 @@ def validate_session(
         },
         size=size,
     )
+
+
+OWN_ID_CHARS = 6
+
+
+def fingerprint(fields: dict) -> str:
+    """What tells one run of an agent from a copy of it (AgentSession.fingerprint): its agent, its start and its
+    events, as stored, the session's own id taken out of them (a copy under another id also names that id where the
+    transcript quoted its own: a path, a tool's output; a subagent's id begins with its parent's). Empty without a
+    start: two runs with the same events and no time are not taken for one."""
+    started = fields.get("started_at")
+    if started is None:
+        return ""
+    events = fields.get("events") or []
+    data = bytes(events) if type(events) is JSONText else json_text(events)
+    own = str(fields.get("external_id") or "")
+    for name in sorted({own, own.split(":", 1)[0]}, key=len, reverse=True):
+        if len(name) >= OWN_ID_CHARS:  # a short id is too likely to be part of other text
+            data = data.replace(name.encode(), b"\x00")
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (str(fields.get("agent") or "").encode(), started.astimezone(UTC).isoformat().encode(), data):
+        digest.update(b"%d:" % len(part))
+        digest.update(part)
+    return digest.hexdigest()
 
 
 def session_document(session: AgentSession) -> dict:
@@ -686,6 +711,8 @@ def store_batch(team, sessions: list[CleanSession], *, key=None, source: str | N
     by_id: dict[str, CleanSession] = {}
     for s in sessions:
         by_id.setdefault(s.fields["external_id"], s)  # a file that repeats an id keeps the first
+        if "fingerprint" not in s.fields:
+            s.fields["fingerprint"] = fingerprint(s.fields)
     # The source is the server's word, whatever the session's fields say (they cannot name it: validate_session).
     delivered = source_of(key, source)
     for attempt in range(1, DEADLOCK_ATTEMPTS + 1):

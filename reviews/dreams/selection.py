@@ -63,6 +63,11 @@ def selected_sessions(
         # read in index order (AgentSession's agentsession_team_newest) until ``limit`` are found: the cost follows
         # the limit, not the number of sessions stored or consumed (NOT IN would hash every consumed id first).
         sessions = sessions.filter(~Exists(consumed))
+    # A copy of a transcript stored earlier (AgentSession.fingerprint) is not read: the earlier one stands for it.
+    earlier = AgentSession.objects.filter(
+        team_id=store.team_id, fingerprint=OuterRef("fingerprint"), id__lt=OuterRef("pk")
+    )
+    sessions = sessions.filter(Q(fingerprint="") | ~Exists(earlier))
     ordered = sessions.order_by(*NEWEST)
     return ordered.values_list("pk", flat=True)[: max(0, int(limit))]
 
