@@ -390,7 +390,9 @@ class OpenAIAnalyzer:
 
     @property
     def client(self):
-        if self._client is None:
+        # Closed by a request that took too long (structured_output._create_within): a new one for the next.
+        closed = getattr(self._client, "is_closed", None)
+        if self._client is None or (callable(closed) and closed() is True):
             from openai import OpenAI
 
             self._client = OpenAI(
@@ -426,12 +428,13 @@ class OpenAIAnalyzer:
                 )
             except ContextTooLong as exc:
                 # A server with a small context window: the same session, half the transcript (errors, corrections
-                # and notes are kept first), twice at most.
+                # and notes are kept first), twice at most. Half of what was sent, not of the budget: a transcript
+                # already under the budget (the usual case with a small local model) must come out shorter.
                 spent = [spent[0] + exc.tokens_input, spent[1] + exc.tokens_output]
                 if attempt == 2:
                     exc.tokens_input, exc.tokens_output = spent
                     raise
-                budget //= 2
+                budget = min(budget, len(render_transcript(safe.get("events") or [], budget))) // 2
                 continue
             except AnalyzerError as exc:
                 # The tokens were spent all the same: the run's usage and cost count them.

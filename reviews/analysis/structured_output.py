@@ -37,6 +37,7 @@ import json
 import logging
 import math
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -209,6 +210,38 @@ class Answer:
     notes: list[str] = field(default_factory=list)
 
 
+def _create_within(client, **kwargs):
+    """client.chat.completions.create, whole within the client's timeout (DREAMWEB_LLM_TIMEOUT, "seconds a request
+    may take"): the SDK's timeout bounds each read, and a server trickling its body a byte at a time never trips it.
+    Past the limit the client is closed, which ends the read it is blocked in, and the SDK's own timeout error is
+    raised (the analyzer makes a new client for the next request: OpenAIAnalyzer.client)."""
+    import httpx
+    import openai
+
+    limit = getattr(client, "timeout", None)
+    limit = limit if isinstance(limit, int | float) and limit > 0 else None
+    if limit is None:
+        return client.chat.completions.create(**kwargs)
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        client.close()
+
+    timer = threading.Timer(limit, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        return client.chat.completions.create(**kwargs)
+    except Exception as exc:
+        if fired.is_set():
+            url = f"{str(client.base_url).rstrip('/')}/chat/completions"
+            raise openai.APITimeoutError(request=httpx.Request("POST", url)) from exc
+        raise
+    finally:
+        timer.cancel()
+
+
 def _fail(error: AnalyzerError, usage: Usage) -> AnalyzerError:
     error.tokens_input, error.tokens_output = usage.input, usage.output
     return error
@@ -287,7 +320,7 @@ def complete_json(
             kwargs["response_format"] = fmt
         sent = _messages_for(mode, convo, schema)
         try:
-            response = client.chat.completions.create(model=model, messages=sent, **kwargs)
+            response = _create_within(client, model=model, messages=sent, **kwargs)
         except openai.APIStatusError as exc:
             if not switched_param and refuses_tokens_param(exc, endpoint.tokens_param):
                 switched_param = True
@@ -310,7 +343,9 @@ def complete_json(
             raise _fail(MalformedAnswer(f"the model refused: {refusal[:200]}"), usage)
         if finish == "content_filter":
             raise _fail(MalformedAnswer("the server's content filter withheld the answer"), usage)
-        cut_off = finish == "length"
+        # Cut off only when the text stops short: llama.cpp's grammar lets a small model pad a complete answer with
+        # whitespace up to the token limit, and that answer is whole ("length" with the JSON closed).
+        cut_off = finish == "length" and not content.rstrip().endswith(("}", "```"))
         problem = "it was cut off at the output token limit" if cut_off else ""
         if not cut_off:
             try:
