@@ -24,6 +24,7 @@ from .findings import (
     ProposalDraft,
     SessionFindings,
     count_sources,
+    lowest_trust,
     plural,
     recurs,
     signature,
@@ -816,19 +817,47 @@ def _describe(cluster: Cluster, sessions, n: int) -> str:
             return f"{head}: `{old}` failed{varied} and succeeded after `{new}`."
         err = trim(_shared_wording({si: nz.error_line(e) for si, e in _per_session(cluster, "error").items()}), 120)
         return f"{head}: `{old}` failed ({err}){varied}; `{new}` then worked."
-    if fam == "pref":
+    if fam in ("pref", "note"):
         wordings = len({x.get("summary") for _, x in cluster.items})
-        return f"{head}: the user corrected the agent from `{old}` to `{new}` ({wordings} wordings)."
-    if fam == "note":
-        wordings = len({x.get("summary") for _, x in cluster.items})
+        said = "in one wording" if wordings == 1 else f"in {wordings} different wordings"
         src = {x.get("source_url") for _, x in cluster.items if x.get("source_url")}
         tail = f" It repeats a fetched page ({', '.join(sorted(src)[:2])})." if src else ""
-        said = "in one wording" if wordings == 1 else f"in {wordings} different wordings"
-        return f"{head}: agents saved this in-band, {said}.{tail}"
+        who = _who_said(cluster)
+        if fam == "pref":
+            change = _change_words(old, new)
+            verb = "corrected the agent" if who == "the person" else "said"
+            return f"{head}: {who} {verb}{change}, {said}.{tail}"
+        if all(x.get("kind") == "inband_note" for _, x in cluster.items):
+            return f"{head}: agents saved this in-band, {said}.{tail}"
+        return f"{head}: {who} said this, {said}.{tail}"
     if fam == "where":
         query = _shared_wording(_per_session(cluster, "query"))
         return f"{head}: agents had to look for `{query}` before opening `{f.get('location')}`."
     return head + "."
+
+
+# Who a lesson's excerpts are, by the lowest trust among them (the card and the risk read the same levels): a
+# rationale never credits a person with what a page, a tool or the agent said.
+WHO = {"user": "the person", "agent": "the agent", "tool": "tool output", "web": "fetched pages"}
+
+
+def _who_said(cluster: Cluster) -> str:
+    """A finding was said by the person when a person's words are among its excerpts, else by the least trusted of
+    its excerpts (a page the agent fetched, a tool's output); the lesson by the least trusted of its findings."""
+    speakers = set()
+    for _, x in cluster.items:
+        trusts = {e.get("trust") for e in x.get("evidence") or () if isinstance(e, dict)}
+        speakers.add("user" if "user" in trusts else lowest_trust(trusts - {"user"}))
+    return WHO[lowest_trust(speakers)]
+
+
+def _change_words(old: str, new: str) -> str:
+    """`from a to b`, or only the side that has a text (no empty ``)."""
+    if old and new:
+        return f" from `{old}` to `{new}`"
+    if old:
+        return f" away from `{old}`"
+    return f" to `{new}`" if new else ""
 
 
 def _isolated_row(cluster: Cluster, findings: Findings, reason: str) -> dict:
