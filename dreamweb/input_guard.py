@@ -168,6 +168,10 @@ def parse(text: bytes | str) -> tuple[object, Hints]:
                 return value, _PARSED_HINTS[strings, depth]
     watch = _NumberWatch()
     try:
+        if isinstance(text, bytes):
+            # JSON text is UTF-8 (RFC 8259), a byte order mark allowed: the standard parser would guess UTF-16 or -32
+            # from leading zero bytes (a line of NULs, as a crash leaves at a file's end) and fail in that codec.
+            text = text.decode("utf-8-sig")
         value = json.loads(text, parse_constant=watch.constant, parse_float=watch.number, parse_int=watch.integer)
     except RecursionError as exc:  # no path: the parser gave up before it could say where
         raise Refused("too_deep", "", _too_deep(max_depth())) from exc

@@ -151,7 +151,10 @@ class Source:
             bad = exc if isinstance(exc, UnicodeDecodeError) else exc.__cause__
             if not isinstance(bad, UnicodeDecodeError):
                 return None, json_error(exc)
-            repaired, notice = self._parse(line.decode("utf-8", "replace").encode())
+            readable = line.decode("utf-8", "replace").encode()
+            if readable == line:  # nothing to replace: the line is UTF-8 and not JSON
+                return None, json_error(exc)
+            repaired, notice = self._parse(readable)
             if repaired is None:
                 return None, json_error(exc)
             return repaired, f"not valid UTF-8 at byte {bad.start}: read with U+FFFD in place of the bytes"
