@@ -372,7 +372,12 @@ def file_outcomes(
     with stream:
         if workers > 1 and os.fstat(stream.fileno()).st_size < POOL_LINES_MIN_BYTES:
             workers = 1
-        yield from outcomes(stream, format, options, name=str(file), prefix=label, workers=workers)
+        try:
+            yield from outcomes(stream, format, options, name=str(file), prefix=label, workers=workers)
+        except OSError as exc:
+            # Opened, but a read failed (an I/O error, a special file): this file is one error, the others go on.
+            # What it gave before the error was applied already; nothing after it is read.
+            yield UNREADABLE, str(file), f"cannot read: {exc.strerror or exc}"
 
 
 def validated(item: Parsed, format_name: str) -> CleanSession | str:
