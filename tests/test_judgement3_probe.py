@@ -549,12 +549,6 @@ def test_a_working_directory_learnt_by_different_people_is_one_lesson(dreamt):
     assert unscoped(p)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "known gap: `npm --prefix DIR x` and `cd DIR && npm x` are one working directory only to a reader who knows npm"
-    ),
-)
 def test_the_working_directory_given_with_npm_prefix_is_the_same_lesson(dreamt):
     found = about(dreamt, "wd-")
     assert len(found) == 1, describe(dreamt)

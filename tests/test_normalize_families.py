@@ -95,3 +95,36 @@ def test_a_variable_set_for_one_command_is_one_command_however_spelt(spelt):
 
 def test_an_export_alone_is_not_rewritten():
     assert nz.normalize_command("export PATH") == "export path"
+
+
+@pytest.mark.parametrize(
+    ("flagged", "from_there"),
+    [
+        ("npm --prefix web test", "cd web && npm test"),
+        ("npm --prefix=web run build", "cd web && npm run build"),
+        ("yarn --cwd app run lint", "cd app && yarn run lint"),
+        ("pnpm -C web test", "cd web && pnpm test"),
+        ("pnpm --dir web install", "cd web && pnpm install"),
+        ("make -C services/api build", "cd services/api && make build"),
+        ("git -C vendor/lib status", "cd vendor/lib && git status"),
+        ("go -C tools build ./...", "cd tools && go build ./..."),
+        ("uv --directory backend run pytest", "cd backend && uv run pytest"),
+        ("terraform -chdir=infra plan", "cd infra && terraform plan"),
+        ("make lint && npm --prefix web test", "make lint && cd web && npm test"),
+    ],
+)
+def test_a_tool_told_where_to_run_is_the_tool_run_from_there(flagged, from_there):
+    assert nz.normalize_command(flagged) == nz.normalize_command(from_there)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -c user.name=bot commit -m x",  # a setting, not a directory
+        "ls -C src",  # not a tool that takes a directory this way
+        "npm test --prefix web",  # the flag after the script goes to the script
+        "tar -C out -xf a.tar",  # tar's -C is not in the list: left as written
+    ],
+)
+def test_other_flags_are_left_as_they_are(command):
+    assert not nz.normalize_command(command).startswith("cd ")

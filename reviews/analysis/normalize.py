@@ -395,11 +395,22 @@ _EXPORTED = re.compile(
 _FLAG_VALUE = re.compile(r"(?<=\s)(--?[a-z][\w-]*)=(?=\S)")
 
 
+# A tool told where to run by its own flag is the same step as the tool run from there: `npm --prefix web test` is
+# `cd web && npm test` (`make -C`, `git -C`, `yarn --cwd`, `pnpm -C`/`--dir`, `go -C`, `uv`/`poetry --directory`,
+# `bun --cwd`, `terraform -chdir`). Only the flag right after the program (elsewhere it may mean something else), and
+# read before lower-casing (`git -C dir` is a directory, `git -c key=value` a setting).
+_WORKDIR_FLAG = re.compile(
+    r"^(?P<tool>npm|npx|yarn|pnpm|bun|make|gmake|git|go|uv|poetry|terraform)\s+"
+    r"(?:--prefix|--cwd|--dir|--directory|-C|-chdir)(?:\s+|=)(?P<dir>[^\s;&|=]+)\s+(?P<rest>\S.*)$"
+)
+
+
 @lru_cache(maxsize=65536)
 def normalize_command(cmd: str) -> str:
     """Whitespace collapsed, lower-cased, volatile ids (uuids, long hex, timestamps, long numbers) replaced; a
     variable exported for one command written as the assignment before it (`export A=1 && cmd` is `A=1 cmd`)."""
     s = collapse(cmd or "")
+    s = "".join(_in_directory(part) for part in re.split(r"(\s*(?:&&|\|\||;)\s*)", s))
     s = _EXPORTED.sub(lambda m: (m.group(1) or "").strip() + " " if m.group(1) else "", s).strip().lower()
     s = _FLAG_VALUE.sub(r"\1 ", s)  # `-timeout=30m` is `-timeout 30m`
     s = TS_RE.sub("<ts>", s)
@@ -407,6 +418,11 @@ def normalize_command(cmd: str) -> str:
     s = HEX_RE.sub(lambda m: "<hex>" if any(c.isdigit() for c in m.group(0)) else m.group(0), s)
     s = re.sub(r"\b\d{4,}\b", "<n>", s)
     return s
+
+
+def _in_directory(part: str) -> str:
+    m = _WORKDIR_FLAG.match(part)
+    return f"cd {m.group('dir')} && {m.group('tool')} {m.group('rest')}" if m else part
 
 
 def command_edit(old: str, new: str) -> tuple[str, str]:
