@@ -591,3 +591,42 @@ def test_one_source_repeating_its_own_detail_does_not_make_it_the_lessons_fact(h
     # The same wordings with every session its own source: the detail is then what most of them state.
     (p,) = run(docs).proposals
     assert detail in p.content
+
+
+def _pref_findings(trusts: list[str], old="npm install", new="pnpm install") -> list[SessionFindings]:
+    """Three sessions of one preference whose excerpts come from the given speakers (one trust level a session)."""
+    out = []
+    for i, trust in enumerate(trusts):
+        finding = {
+            "kind": "preference",
+            "key": "pref:pnpm",
+            "summary": "Use pnpm install, not npm install, in this repository.",
+            "old": old,
+            "new": new,
+            "confidence": 0.8,
+            "evidence": [{"event_index": 0, "excerpt": "We use pnpm here, not npm.", "trust": trust}],
+        }
+        out.append(SessionFindings(i + 1, f"p-{i}", "deploy-bot", "release", [finding]))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("trusts", "who"),
+    [
+        (["user", "user", "user"], "the person corrected the agent"),
+        (["web", "web", "web"], "fetched pages said"),
+        (["tool", "tool", "tool"], "tool output said"),
+        (["user", "web", "user"], "fetched pages said"),  # one page among them: nobody is credited with more
+    ],
+)
+def test_a_rationale_credits_whoever_said_it_and_no_one_else(trusts, who):
+    (p,) = agg.aggregate(_pref_findings(trusts), memory=[], sessions_analysed=3).proposals
+    assert who in p.rationale, p.rationale
+    if who != "the person corrected the agent":
+        assert "the person" not in p.rationale and "the user" not in p.rationale, p.rationale
+
+
+@pytest.mark.parametrize(("old", "new"), [("npm install", ""), ("", "pnpm install"), ("", "")])
+def test_a_rationale_never_shows_an_empty_command(old, new):
+    for p in agg.aggregate(_pref_findings(["user"] * 3, old, new), memory=[], sessions_analysed=3).proposals:
+        assert "``" not in p.rationale, p.rationale
