@@ -578,12 +578,31 @@ def _prep_text(cluster: Cluster) -> str:
 
 def _per_session(cluster: Cluster, field: str) -> dict[int, str]:
     """One value of a finding field per session (the session's first), so that one chatty session does not count
-    as many."""
+    as many; and, where several credentials pushed the cluster's sessions, one per credential and value, so that a
+    wording is voted for by the sources that state it, not by how often one of them repeated it (one key's flood
+    cannot choose, or add a clause to, the wording of a lesson other keys support)."""
     out: dict[int, str] = {}
     for si, f in cluster.items:
         if si not in out and f.get(field):
             out[si] = str(f.get(field))
-    return out
+    if not _several_sources(cluster):
+        return out
+    seen: set[tuple[str, str]] = set()
+    kept: dict[int, str] = {}
+    for si, value in out.items():
+        said = (_source(cluster, si), value)
+        if said not in seen:
+            seen.add(said)
+            kept[si] = value
+    return kept
+
+
+def _source(cluster: Cluster, si: int) -> str:
+    return (cluster.sources or {}).get(si, f"session:{si}")
+
+
+def _several_sources(cluster: Cluster) -> bool:
+    return cluster.sources is not None and len({_source(cluster, si) for si, _ in cluster.items}) >= 2
 
 
 GUESSED_PATHS = 3  # different wrong paths that make guessing a habit
@@ -620,10 +639,11 @@ def _core_anchors(cluster: Cluster) -> frozenset:
         per_anchor.update(anchors)
         if cluster.sources is not None:
             by_source.setdefault(cluster.sources.get(si, f"session:{si}"), set()).update(anchors)
-    if len(by_source) >= 2:
-        per_source: Counter = Counter(a for anchors in by_source.values() for a in anchors)
-        per_anchor = Counter({a: c for a, c in per_anchor.items() if per_source[a] * 2 > len(by_source)})
     total = len(cluster.items)
+    if len(by_source) >= 2:
+        # Counted by source only: sessions would let the source that pushed most of them decide again.
+        per_source: Counter = Counter(a for anchors in by_source.values() for a in anchors)
+        per_anchor, total = per_source, len(by_source)
     wordings = {f.get("summary") or "" for _, f in cluster.items}
     per_wording: Counter = Counter(a for t in wordings for a in nz.anchors(t))
     provenance: Counter = Counter(i for t in wordings for i in _provenance_ids(t))
@@ -639,10 +659,17 @@ def _core_anchors(cluster: Cluster) -> frozenset:
 def _note_text(cluster: Cluster) -> str:
     """The wording that keeps the cluster's facts (and nothing only a few wordings add); ties: the most frequent,
     then the shortest."""
-    texts = [f.get("summary") or "" for _, f in cluster.items]
-    counts = Counter(texts)
-    word_counts = Counter(w for t in counts for w in nz.salient(t))
-    core = {w for w, c in word_counts.items() if c >= max(1, len(counts) / 2)}
+    if _several_sources(cluster):
+        # Each source's wordings once: a word is core when most sources' wordings have it.
+        texts = list(_per_session(cluster, "summary").values())
+        counts = Counter(texts)
+        word_counts = Counter(w for t in texts for w in nz.salient(t))
+        core = {w for w, c in word_counts.items() if c * 2 > len(texts)}
+    else:
+        texts = [f.get("summary") or "" for _, f in cluster.items]
+        counts = Counter(texts)
+        word_counts = Counter(w for t in counts for w in nz.salient(t))
+        core = {w for w, c in word_counts.items() if c >= max(1, len(counts) / 2)}
     facts = _core_anchors(cluster)
 
     def score(t: str):
