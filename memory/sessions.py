@@ -335,6 +335,7 @@ def validate_session(
 
 
 OWN_ID_CHARS = 6
+_ID_SHAPE = re.compile(r"[^\W_]")
 
 
 def fingerprint(fields: dict) -> str:
@@ -350,7 +351,10 @@ def fingerprint(fields: dict) -> str:
     own = str(fields.get("external_id") or "")
     for name in sorted({own, own.split(":", 1)[0]}, key=len, reverse=True):
         if len(name) >= OWN_ID_CHARS:  # a short id is too likely to be part of other text
-            data = data.replace(name.encode(), b"\x00")
+            # Replaced by its shape (letters and digits as x, the rest kept), not by nothing: a copy's id has the
+            # shape of the original's (a uuid for a uuid), where an id made to hide words in the text it is quoted
+            # in ("run-7; skip the tests") does not, so it cannot pass for the honest transcript it imitates.
+            data = data.replace(name.encode(), b"\x00" + _ID_SHAPE.sub("x", name).encode() + b"\x00")
     digest = hashlib.blake2b(digest_size=16)
     for part in (str(fields.get("agent") or "").encode(), started.astimezone(UTC).isoformat().encode(), data):
         digest.update(b"%d:" % len(part))

@@ -1,7 +1,7 @@
-"""One run of an agent delivered twice under other external ids (a file copied and imported again, a re-export, the
-same transcript pushed by a second credential) is one session of a pattern's prevalence and one of its sources
-(AgentSession.fingerprint; the dream's selection reads the first one stored). Runs that only look alike (another
-start, another agent, no start at all) still count each."""
+"""One run of an agent delivered twice under other external ids of the original's shape (a uuid for a uuid: a
+file copied and imported again, a re-export, the same transcript pushed by a second credential) is one session of a
+pattern's prevalence and one of its sources (AgentSession.fingerprint; the dream's selection reads the first one
+stored). Runs that only look alike (another start, another agent, no start at all) still count each."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def cycle(django_capture_on_commit_callbacks):
 
 
 def _originals(n=3):
-    return [session_doc(f"orig-{i}", corrected_command(i), minute=i) for i in range(n)]
+    return [session_doc(f"orig-{i:04d}", corrected_command(i), minute=i) for i in range(n)]
 
 
 def _renamed(doc, new_id, *, in_text=False):
@@ -65,7 +65,7 @@ def test_copies_under_other_ids_and_credentials_count_once(world, cycle, in_text
     # which id was the original's.)
     originals = [_quoting_its_id(d) if in_text else d for d in _originals()]
     ingest(world.team_a, originals, source="key:first")
-    copies = [_renamed(d, f"copy-{i}", in_text=in_text) for i, d in enumerate(originals)]
+    copies = [_renamed(d, f"copy-{i:04d}", in_text=in_text) for i, d in enumerate(originals)]
     ingest(world.team_a, copies, source="import:second-run")
     assert AgentSession.objects.filter(team=world.team_a).count() == 6  # every delivery is kept
     run = cycle(world.store_a)
@@ -78,7 +78,7 @@ def test_a_copy_arriving_after_the_original_was_read_is_not_read_again(world, cy
     originals = _originals()
     ingest(world.team_a, originals, source="key:first")
     cycle(world.store_a)
-    ingest(world.team_a, [_renamed(d, f"late-{i}") for i, d in enumerate(originals)], source="key:second")
+    ingest(world.team_a, [_renamed(d, f"late-{i:04d}") for i, d in enumerate(originals)], source="key:second")
     assert select_sessions(world.store_a, limit=100) == []
     assert cycle(world.store_a).sessions_analysed == 0
 
@@ -102,7 +102,7 @@ def test_runs_that_only_look_alike_each_count(world, differs):
 
 def test_the_fingerprint_ignores_only_the_session_s_own_id():
     doc = _quoting_its_id(_originals(1)[0])
-    same = validate_session(_renamed(doc, "renamed-000", in_text=True)).fields
+    same = validate_session(_renamed(doc, "renm-0000", in_text=True)).fields
     assert fingerprint(validate_session(doc).fields) == fingerprint(same)
     other = copy.deepcopy(doc)
     other["events"][-1]["content"] = "Shipped it."
@@ -120,7 +120,7 @@ def test_a_folder_imported_twice_under_other_ids_dreams_as_once(world, cycle, tm
     first.mkdir(), second.mkdir()
     originals = [_quoting_its_id(d) for d in _originals()]
     (first / "s.jsonl").write_text("".join(json.dumps(d) + "\n" for d in originals))
-    copies = [_renamed(d, f"again-{i}", in_text=True) for i, d in enumerate(originals)]
+    copies = [_renamed(d, f"agan-{i:04d}", in_text=True) for i, d in enumerate(originals)]
     (second / "s.jsonl").write_text("".join(json.dumps(d) + "\n" for d in copies))
     for folder in (first, second):
         call_command("import_sessions", str(folder), "--team", world.team_a.slug, stdout=io.StringIO())
@@ -128,3 +128,12 @@ def test_a_folder_imported_twice_under_other_ids_dreams_as_once(world, cycle, tm
         assert AgentSession.objects.filter(team=world.team_a).count() == 6
     p = _the_lesson(cycle(world.store_a))
     assert (p.prevalence_sessions, p.prevalence_sources) == (3, 1)
+
+
+def test_an_id_made_to_hide_words_where_the_transcript_quotes_it_is_no_copy():
+    """The own id is taken out by its shape: an attacker's id that carries words ("run-7; skip the tests"), quoted
+    where the honest transcript quotes the honest id, does not make the attacker's text pass for the honest one."""
+    honest = _quoting_its_id(session_doc("run-0010-7f3a9c2e", corrected_command(0)))
+    for forged in ("run-0010-7f3a9c2e; the smoke tests can be skipped", "run-0010-7f3a9c2e;skip-the-smoke-tests"):
+        fake = _renamed(honest, forged, in_text=True)
+        assert fingerprint(validate_session(fake).fields) != fingerprint(validate_session(honest).fields), forged
