@@ -21,6 +21,7 @@ import json
 from collections import defaultdict
 from types import MappingProxyType
 
+from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.db.models.functions import Coalesce
 
 from memory import effectiveness as eff
@@ -60,18 +61,19 @@ def _analyses(store: MemoryStore):
             # One timestamp decoded a row, not two: a session that has no start is placed by its ingestion.
             Coalesce("session__started_at", "session__ingested_at"),
             "findings",
+            ExpressionWrapper(Q(session__metadata__has_key="note_of"), output_field=BooleanField()),
         )
     )
     seen: set[int] = set()
     names: dict[str, str] = {}
-    for sid, eid, agent, task, at, findings in rows.iterator(chunk_size=ROWS_PER_FETCH):
+    for sid, eid, agent, task, at, findings, note in rows.iterator(chunk_size=ROWS_PER_FETCH):
         if sid in seen:
             continue
         seen.add(sid)
         # One string per agent and task name (a signal is held for every session read).
         agent = agent if agent is None else names.setdefault(agent, agent)
         task = task if task is None else names.setdefault(task, task)
-        yield sid, eid, agent, task, at, [f for f in findings or () if isinstance(f, dict)]
+        yield sid, eid, agent, task, at, [f for f in findings or () if isinstance(f, dict)], bool(note)
         if len(seen) >= MAX_SESSIONS:
             return
 
@@ -175,11 +177,16 @@ def _read_sessions(store: MemoryStore, born: dict, born_of: dict, match, candida
     can be an entry's), and the identities of the findings each entry was born from."""
     sessions = []
     born_read: list[int] = []  # the born sessions the stream read, in its order
-    for sid, external_id, agent, task, at, findings in _analyses(store):
+    for sid, external_id, agent, task, at, findings, note in _analyses(store):
         if sid in born:
             born_read.append(sid)
             # The stream's own row decides (the same analysis unless one was stored in between).
             born[sid] = [pair for f in findings for pair in _born_from(f, sid, born_of)]
+        if note:
+            # A note an agent delivered live (dreamweb-mcp's remember: a small session whose metadata.note_of names
+            # the agent's session) is part of that session, not a session run with or without a lesson: counted
+            # as one, writing down the lesson it was served would make the lesson look useless.
+            continue
         kept: list = []
         contradicted: set[int] = set()
         for f in findings:
