@@ -79,12 +79,22 @@ def _entries_of(version_ids: list[int]) -> dict[int, int]:
     return dict(MemoryVersion.objects.filter(pk__in=version_ids).values_list("pk", "entry_id"))
 
 
+def waiting_twin(proposal: Proposal) -> Proposal | None:
+    """The pending proposal of the same change in the same store (a later dream proposed it again), if any: the one
+    an undone decision leaves its place to (one pending proposal per change and store)."""
+    return (
+        Proposal.objects.filter(store_id=proposal.store_id, signature=proposal.signature, status=ProposalStatus.PENDING)
+        .exclude(pk=proposal.pk)
+        .first()
+    )
+
+
 def undo_decision(proposal: Proposal, *, user) -> Proposal:
     """Take back an approval or a rejection: the proposal is pending again.
 
     An approval's changes are rolled back first, all or nothing: if any entry it wrote changed since, nothing is
     undone (CannotUndo). If another pending proposal took its place meanwhile (same change), it stays
-    ``rolled_back`` instead of pending."""
+    ``rolled_back`` instead of pending (waiting_twin names the one that waits)."""
     with transaction.atomic():
         current = Proposal.objects.select_for_update().get(pk=proposal.pk)
         if current.status == ProposalStatus.REJECTED:

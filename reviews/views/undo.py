@@ -18,7 +18,7 @@ from dreamweb.gates import get_for_user
 from dreamweb.views import safe_next
 
 from .. import rollback
-from ..models import DreamRun, RunStatus
+from ..models import DreamRun, ProposalStatus, RunStatus
 from .gates import DECIDER, proposal_for
 
 
@@ -27,11 +27,19 @@ from .gates import DECIDER, proposal_for
 def undo(request, pk: int):
     proposal = proposal_for(request, pk)
     try:
-        rollback.undo_decision(proposal, user=request.user)
+        undone = rollback.undo_decision(proposal, user=request.user)
     except rollback.DecisionError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Undone: proposal #{proposal.pk} is pending again.")
+        twin = rollback.waiting_twin(undone) if undone.status == ProposalStatus.ROLLED_BACK else None
+        if twin is not None:
+            messages.success(
+                request,
+                f"Undone: what proposal #{undone.pk} applied is rolled back. A later dream proposed the same change "
+                f"again: it waits as proposal #{twin.pk}, decide it there.",
+            )
+        else:
+            messages.success(request, f"Undone: proposal #{undone.pk} is pending again.")
     return redirect(safe_next(request, reverse("reviews:queue")))
 
 
