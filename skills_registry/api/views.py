@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
@@ -17,9 +17,37 @@ class SkillIndexSerializer(serializers.ModelSerializer):
         fields = ["name", "description", "version", "tags", "updated_at"]
 
 
+# A file of a skill as docs/agents.md gives it: a text file is its text; a binary or executable one is an object.
+REFERENCE_SCHEMA = {
+    "oneOf": [
+        {"type": "string", "description": "A text file's text."},
+        {
+            "type": "object",
+            "properties": {
+                "encoding": {"type": "string", "enum": ["utf-8", "base64"]},
+                "data": {"type": "string"},
+                "mode": {"type": "string", "description": "Present for an executable file: 755."},
+            },
+            "required": ["encoding", "data"],
+        },
+    ]
+}
+
+
+@extend_schema_field(REFERENCE_SCHEMA)
+class ReferenceField(serializers.Field):
+    """A file's value as stored (text, or the object of a binary or executable file), never turned into a string:
+    a CharField would send an object as Python's repr of it, which no agent can decode."""
+
+    def to_representation(self, value):
+        return value
+
+
 class SkillDetailSerializer(serializers.ModelSerializer):
     references = serializers.DictField(
-        child=serializers.CharField(allow_blank=True), help_text="Other files of the skill folder: path to text."
+        child=ReferenceField(),
+        help_text="Other files of the skill folder: path to its text, or to {encoding: base64, data} for a binary file "
+        "and {encoding, data, mode: 755} for an executable one.",
     )
 
     class Meta:
