@@ -262,7 +262,7 @@ def read_skill_folder(folder: Path) -> SkillDocument:
     if doc.name != folder.name:
         raise SkillFolderError(skill_md, f"front matter name {doc.name!r} does not match its folder {folder.name!r}")
     references = {}
-    for path in sorted(folder.rglob("*")):
+    for path in _skill_files(folder):
         if path == skill_md:
             continue
         if path.is_symlink():
@@ -276,6 +276,20 @@ def read_skill_folder(folder: Path) -> SkillDocument:
         references[path.relative_to(folder).as_posix()] = encode_reference(path.read_bytes(), executable=executable)
     doc.references = references
     return doc
+
+
+def _skill_files(folder: Path) -> list[Path]:
+    """Every file (and symbolic link) of a skill folder, in path order, but what a clone or an install leaves beside
+    the skill: hidden folders (.git, with its config and its remote's token; .venv) and dependency trees
+    (SKIPPED_DIRS) are not part of the skill and are never served to agents, as they are not searched for skills."""
+    found: list[Path] = []
+    for current, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS]
+        here = Path(current)
+        found += [here / name for name in files if name != ".DS_Store"]
+        # A symbolic link to a folder is listed with the folders: it is refused below like a linked file.
+        found += [here / d for d in dirs if (here / d).is_symlink()]
+    return sorted(found)
 
 
 def skill_folders(root: Path) -> list[Path]:

@@ -40,8 +40,10 @@ def release_skill(team):
 
 def deploy_sessions(team, n=4, prefix="d"):
     docs = [session_doc(f"{prefix}-{i}", corrected_command(i), minute=i) for i in range(n)]
+    # Two other runs, started at other times (the same agent, start and events would be one run delivered twice).
     docs += [
-        session_doc(f"{prefix}-other-{i}", [{"type": "message", "role": "user", "content": "hi"}]) for i in range(2)
+        session_doc(f"{prefix}-other-{i}", [{"type": "message", "role": "user", "content": "hi"}], minute=30 + i)
+        for i in range(2)
     ]
     ingest(team, docs)
 

@@ -173,3 +173,19 @@ def test_an_executable_text_reference_reads_as_text(world, client, tmp_path):
     response = client.get(f"/skills/{world.team_a.slug}/run-tools/files/run.py")
     assert response.status_code == 200
     assert "print(&#x27;hi &lt;b&gt;&#x27;)" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "left_beside",
+    [".git/config", ".git/objects/ab/cdef", "node_modules/left-pad/index.js", ".venv/bin/python3", "__pycache__/x.pyc",
+     "scripts/.DS_Store", "lib/node_modules/a.js", "site-packages/pkg/__init__.py"],
+)  # fmt: skip
+def test_what_a_clone_or_an_install_leaves_is_not_part_of_the_skill(tmp_path, left_beside):
+    folder = skill(tmp_path / "release", "release")
+    (folder / "reference.md").write_text("How to release.\n")
+    (folder / ".eslintrc.json").write_text("{}\n")  # a hidden file of the skill's own is still one of its files
+    extra = folder / left_beside
+    extra.parent.mkdir(parents=True, exist_ok=True)
+    extra.write_bytes(b"[remote]\n url = https://x-token:ghp_secret@github.com/acme/skills\n")
+    doc = folders.read_skill_folder(folder)
+    assert set(doc.references) == {"reference.md", ".eslintrc.json"}, sorted(doc.references)
