@@ -64,10 +64,12 @@ def selected_sessions(
         # the limit, not the number of sessions stored or consumed (NOT IN would hash every consumed id first).
         sessions = sessions.filter(~Exists(consumed))
     # A copy of a transcript stored earlier (AgentSession.fingerprint) is not read: the earlier one stands for it.
+    # (No OR with the empty fingerprint: the subquery's own condition is the partial index's, and an empty one finds
+    # nothing, so the planner probes the index per candidate as it reads the newest first.)
     earlier = AgentSession.objects.filter(
         team_id=store.team_id, fingerprint=OuterRef("fingerprint"), id__lt=OuterRef("pk")
-    )
-    sessions = sessions.filter(Q(fingerprint="") | ~Exists(earlier))
+    ).exclude(fingerprint="")
+    sessions = sessions.filter(~Exists(earlier))
     ordered = sessions.order_by(*NEWEST)
     return ordered.values_list("pk", flat=True)[: max(0, int(limit))]
 
