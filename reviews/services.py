@@ -115,6 +115,14 @@ def readable_refusal(exc: ChangeRefused) -> str:
     return str(exc)
 
 
+def conflict_reason(reason: str, refusal: str) -> str:
+    """A conflict's ``decision_reason``: why the change was not applied, one clause in words, then the reviewer's
+    own reason if they gave one. It carries no "not applied" prefix of its own: each place that shows it already
+    says so (the toast's "Not applied: ...", the card's "Conflict" banner, the decided list's outcome column), and a
+    prefix here read "Not applied: (not applied: ...)" there."""
+    return f"{refusal}; the reviewer's reason: {reason}" if reason else refusal
+
+
 def apply_proposal(
     proposal: Proposal,
     *,
@@ -173,7 +181,7 @@ def apply_proposal(
             proposal.status = ProposalStatus.APPLIED
         except ChangeRefused as exc:
             proposal.status = ProposalStatus.CONFLICT
-            proposal.decision_reason = f"{reason} (not applied: {readable_refusal(exc)})".strip()
+            proposal.decision_reason = conflict_reason(reason, readable_refusal(exc))
         proposal.save(update_fields=update_fields)
     return proposal
 

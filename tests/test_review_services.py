@@ -49,7 +49,7 @@ def test_approve_update_with_stale_target_is_a_conflict_and_overwrites_nothing(w
     result = services.approve(proposal, user=world.alice)
 
     assert result.status == ProposalStatus.CONFLICT
-    assert "not applied" in result.decision_reason
+    assert result.decision_reason == "entry 'deploy' changed since the dream read it (it is at version 2 now)"
     assert result.applied_versions == []
     entry.refresh_from_db()
     assert entry.content == "Deploy by hand." and entry.version == 2

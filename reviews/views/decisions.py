@@ -119,7 +119,8 @@ def _outcome_message(request, proposal: Proposal, others: dict | None = None) ->
         written = ", ".join(f"{v.key} v{v.number}" for v in versions) or "the skill"
         return messages.SUCCESS, f"Approved and applied: {written}.{elsewhere}"
     if proposal.status == ProposalStatus.CONFLICT:
-        return messages.WARNING, f"Not applied: {proposal.decision_reason or 'a target changed'}.{elsewhere}"
+        why = (proposal.decision_reason or "a target changed").rstrip(". ")
+        return messages.WARNING, f"Not applied: {why}.{elsewhere}"
     return messages.INFO, f"Rejected.{elsewhere}"
 
 
