@@ -15,6 +15,8 @@ from django.db import transaction
 from django.shortcuts import resolve_url
 from django.utils.cache import patch_vary_headers
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
+from django_htmx.middleware import HtmxMiddleware as BaseHtmxMiddleware
 
 from . import errors, input_guard, rls
 
@@ -49,6 +51,32 @@ class TeamScopeMiddleware:
             else:
                 rls.set_scope("")
             return self.get_response(request)
+
+
+class PageHtmxDetails(HtmxDetails):
+    """``request.htmx`` as the views read it: a history-restore request (htmx after Back or Forward, when the page
+    is not in its history cache, which is off here: base.html) is not an htmx request but a request for the whole
+    page, since htmx puts what it gets in place of the whole body. Counted as htmx it would get the fragment the view
+    answers htmx with (the queue's card list) and the page would lose its header and navigation."""
+
+    def __bool__(self) -> bool:
+        return super().__bool__() and not self.history_restore_request
+
+
+class HtmxMiddleware(BaseHtmxMiddleware):
+    """django-htmx's middleware with PageHtmxDetails, and ``Vary: HX-Request, HX-History-Restore-Request`` on every
+    HTML answer: a URL that is a whole page and, for htmx, a fragment (the queue, an entry's diff, a run's progress,
+    the policy preview, the skills list, ...) must not be served from the browser's cache in the other form. Here
+    rather than on each view, so that a new view that answers htmx cannot forget it."""
+
+    async_capable = False  # the app is served by WSGI; this __call__ is the sync one
+
+    def __call__(self, request):
+        request.htmx = PageHtmxDetails(request)
+        response = self.get_response(request)
+        if response.get("Content-Type", "").startswith("text/html"):
+            patch_vary_headers(response, ["HX-Request", "HX-History-Restore-Request"])
+        return response
 
 
 class HtmxLoginMiddleware:

@@ -65,7 +65,8 @@ MIDDLEWARE = [
     "dreamweb.middleware.TeamScopeMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
+    # django-htmx's, where a history restore (Back) asks for the whole page; Vary on every HTML answer.
+    "dreamweb.middleware.HtmxMiddleware",
     # An htmx request that needs a sign-in gets an HX-Redirect to the sign-in page, not the page in its target.
     "dreamweb.middleware.HtmxLoginMiddleware",
     # With the person's header known: a query string or form with a NUL is a 400 page naming the field.

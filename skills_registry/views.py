@@ -12,7 +12,6 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.gates import get_for_user, membership_for
 from dreamweb.input_guard import parse_int
@@ -38,7 +37,6 @@ def _can_review(request, skill: Skill) -> bool:
 
 @login_required
 @require_GET
-@vary_on_headers("HX-Request")
 def skill_list(request):
     query = request.GET.get("q", "").strip()
     skills = list(

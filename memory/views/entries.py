@@ -11,7 +11,6 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.gates import get_for_user, membership_for
 from dreamweb.models import Role
@@ -60,7 +59,6 @@ def filtered(entries, f: dict):
 
 
 @login_required
-@vary_on_headers("HX-Request")
 @require_GET
 def entry_list(request, store_pk: int):
     store = get_for_user(MemoryStore.objects.select_related("team"), request.user, pk=store_pk)
@@ -102,7 +100,6 @@ def _version_pair(request, versions: list[MemoryVersion]):
 
 
 @login_required
-@vary_on_headers("HX-Request")
 @require_GET
 def entry_detail(request, pk: int):
     entry = get_for_user(MemoryEntry.objects.select_related("store", "team", "superseded_by"), request.user, pk=pk)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
-from django.views.decorators.vary import vary_on_headers
 
 from memory.budget import budget_impact
 from memory.context import clamp_budget
@@ -54,7 +53,6 @@ def impact_for(proposal: Proposal) -> dict:
 
 
 @login_required
-@vary_on_headers("HX-Request")
 @require_GET
 def budget(request, pk: int):
     proposal = proposal_for(request, pk, deciding=False)

@@ -16,7 +16,6 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.views import safe_next
 from memory.models import MemoryVersion
@@ -34,7 +33,6 @@ def _card(proposal: Proposal, *, every_session: bool = False) -> Proposal:
 
 
 @login_required
-@vary_on_headers("HX-Request")
 @require_GET
 def proposal_detail(request, pk: int):
     # The page shows every session inline; the card swapped in by htmx loads "n more" when opened.
@@ -58,7 +56,6 @@ def evidence(request, pk: int):
 
 
 @login_required
-@vary_on_headers("HX-Request")
 @require_GET
 def edit(request, pk: int):
     proposal = _card(proposal_for(request, pk), every_session=not request.htmx)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
-from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.gates import get_for_user
 from memory import effectiveness as eff
@@ -35,7 +34,6 @@ def store_effectiveness(request, store_pk: int):
 
 
 @login_required
-@vary_on_headers("HX-Request")
 @require_GET
 def entry_effectiveness(request, pk: int):
     entry = get_for_user(MemoryEntry.objects.select_related("store", "team"), request.user, pk=pk)

@@ -11,7 +11,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
-from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.gates import get_for_user, membership_for
 from dreamweb.models import Role
@@ -33,7 +32,6 @@ def _store(request, store_pk: int, *, admin: bool):
 
 
 @login_required
-@vary_on_headers("HX-Request")
 @require_http_methods(["GET", "POST"])
 def policy(request, store_pk: int):
     store, is_admin = _store(request, store_pk, admin=request.method == "POST")

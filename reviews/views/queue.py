@@ -12,7 +12,6 @@ from django.http import QueryDict
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
-from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.input_guard import parse_id
 from dreamweb.views import current_team_or_404
@@ -67,7 +66,6 @@ def counters_context(request, team, store_id=None, rows: list[dict] | None = Non
 
 
 @login_required
-@vary_on_headers("HX-Request")
 @require_GET
 def queue(request):
     membership = current_team_or_404(request)

@@ -8,7 +8,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
 
 from dreamweb.gates import get_for_user, membership_for
 from dreamweb.input_guard import parse_id
@@ -77,7 +76,6 @@ def isolated_rows(items, *, allowed_hosts=()) -> list[dict]:
 
 
 @login_required
-@vary_on_headers("HX-Request")
 @require_GET
 def run_detail(request, pk: int):
     run = get_for_user(
