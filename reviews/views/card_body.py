@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from django.utils.formats import localize
 
+from dreamweb.hidden_chars import reveal, warning
+
 from .card_html import cut, esc
 
 MORE_EXCERPT_CHARS = 160  # an excerpt in the "n more" list is cut to this many characters
@@ -24,7 +26,8 @@ def template(context, name: str) -> str:
 
 
 def changes(p) -> str:
-    parts = []
+    # Invisible or direction-control characters in the text approval writes: said once, above the diffs that mark them.
+    parts = [warning(p.content)] if p.operation != "remove" else []
     if p.operation == "add":
         parts.append(
             f'<div class="target"><div class="target-head"><span class="target-key">{esc(p.write_key)}</span> '
@@ -56,7 +59,7 @@ def target(p, t) -> str:
         key = f'<span class="target-key">{esc(t.key)}</span>'
     if t.archiving:
         badge = '<span class="badge badge-archived">archived, text kept in history</span>'
-        body = f'<div class="diff diff-archived" aria-label="Archived text">{esc(t.current or "")}</div>'
+        body = f'<div class="diff diff-archived" aria-label="Archived text">{reveal(t.current or "")}</div>'
     else:
         if t.unchanged:
             badge = '<span class="diffstat">text unchanged</span>'

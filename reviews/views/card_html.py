@@ -12,6 +12,7 @@ from html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
+from dreamweb.hidden_chars import reveal
 from dreamweb.secret_scan import redact
 
 from ..diffs import DEL, INS
@@ -21,11 +22,12 @@ CONTEXT_CHARS = 80  # a context line beside the cited one is cut to this many ch
 
 
 def diff(segments, block: bool = False) -> SafeString:
-    """A diff's segments as ``<ins>``, ``<del>`` and ``<span>``."""
+    """A diff's segments as ``<ins>``, ``<del>`` and ``<span>``; hidden characters shown as markers (the diff is
+    what approval writes)."""
     parts = [f'<div class="diff{" diff-block" if block else ""}" aria-label="Changes">']
     for op, text in segments:
         tag = TAGS.get(op, "span")
-        parts.append(f"<{tag}>{esc(text)}</{tag}>")
+        parts.append(f"<{tag}>{reveal(text)}</{tag}>")
     if not segments:
         parts.append('<span class="muted">(empty)</span>')
     parts.append("</div>\n")

@@ -1,0 +1,80 @@
+"""Characters a reader cannot see, made visible where the exact text to be written is shown (a card's diff and
+content, the edit preview, an entry's text and versions).
+
+A right-to-left override (U+202E) draws "\u202eevil" as "live"; a zero-width space splits "pass\u200bword" so that a
+search or an agent reading the entry finds another word than the reviewer saw. Every Unicode format character
+(category Cf: bidi embeddings, overrides, isolates and marks, zero-width spaces and joiners, the word joiner, the
+byte-order mark, the soft hyphen, ...) is shown as a marker ``⟨U+202E⟩`` in its own span, so the reviewer sees
+exactly what approval writes. One rule for every page: ``reveal`` here, ``{{ value|reveal_hidden }}`` in templates.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from html import escape
+
+from django.utils.safestring import SafeString, mark_safe
+
+
+def _hidden(ch: str) -> bool:
+    return unicodedata.category(ch) == "Cf"
+
+
+def _emoji_joiner(text: str, i: int) -> bool:
+    """A zero-width joiner between two pictographs (a family, a profession emoji) is part of the emoji, not hidden
+    text: it is drawn as one picture and left alone."""
+    if text[i] != "\u200d" or i == 0 or i + 1 >= len(text):
+        return False
+    before, after = text[i - 1], text[i + 1]
+    if before == "\ufe0f" and i >= 2:  # a variation selector between the pictograph and the joiner
+        before = text[i - 2]
+    return unicodedata.category(before) == "So" and unicodedata.category(after) == "So"
+
+
+def hidden_chars(text) -> list[str]:
+    """The distinct hidden characters of ``text`` as code points (``U+202E``), in order of appearance."""
+    text = "" if text is None else str(text)
+    found: list[str] = []
+    for i, ch in enumerate(text):
+        if _hidden(ch) and not _emoji_joiner(text, i):
+            code = f"U+{ord(ch):04X}"
+            if code not in found:
+                found.append(code)
+    return found
+
+
+def marker(ch: str) -> str:
+    code = f"U+{ord(ch):04X}"
+    name = unicodedata.name(ch, "format character").lower()
+    return f'<span class="hidden-char" title="{escape(name)}">⟨{code}⟩</span>'
+
+
+def reveal(text) -> SafeString:
+    """``text`` escaped, each hidden character replaced by its marker. Escaping comes first for every run of
+    ordinary text; the markers are our own markup (code point and Unicode name only), so nothing untrusted is
+    ever marked safe unescaped."""
+    text = "" if text is None else str(text)
+    if not any(_hidden(ch) for ch in text):
+        return mark_safe(escape(text))  # noqa: S308 - escaped
+    parts: list[str] = []
+    start = 0
+    for i, ch in enumerate(text):
+        if _hidden(ch) and not _emoji_joiner(text, i):
+            parts.append(escape(text[start:i]))
+            parts.append(marker(ch))
+            start = i + 1
+    parts.append(escape(text[start:]))
+    return mark_safe("".join(parts))  # noqa: S308 - every run escaped, markers built from code points
+
+
+def warning(text) -> str:
+    """The card's short note when the text to be written holds hidden characters, or ""."""
+    codes = hidden_chars(text)
+    if not codes:
+        return ""
+    shown = ", ".join(codes[:6]) + (", …" if len(codes) > 6 else "")
+    return (
+        '<div class="callout callout-warn hidden-chars-note" role="note" data-hidden-chars><strong>Hidden '
+        f"characters:</strong> this text holds invisible or direction-control characters ({escape(shown)}), "
+        "shown as ⟨U+…⟩ markers. Approval writes them as they are.</div>"
+    )
