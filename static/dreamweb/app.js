@@ -1,5 +1,6 @@
 /* Dreamweb: small progressive enhancements. Every page works without this file; it adds the review keyboard
-   (j/k move, a approve, r reject, e edit, x select), auto-submitting filters, bulk selection and fading messages.
+   (j/k move, a approve, r reject, e edit, x select), auto-submitting filters, bulk selection, fading messages and a
+   visible error when an htmx request fails.
    It never reads or inserts page text as HTML. */
 (function () {
   "use strict";
@@ -153,10 +154,11 @@
     if (question && !window.confirm(question)) ev.preventDefault();
   }, true);
 
-  function fadeMessages(root) {
-    (root || document).querySelectorAll(".msg").forEach(function (msg) {
-      // A message that offers an action (the Undo after a decision) stays long enough to be used.
-      var stay = msg.querySelector("form") ? 15000 : 6000;
+  function fadeMessages(root, only) {
+    (only ? [only] : (root || document).querySelectorAll(".msg")).forEach(function (msg) {
+      // A message that offers an action (the Undo after a decision), or says something failed, stays long enough to
+      // be read and used.
+      var stay = msg.querySelector("form") || msg.hasAttribute("data-request-failed") ? 15000 : 6000;
       window.setTimeout(function () { msg.classList.add("fading"); }, stay);
       window.setTimeout(function () { if (msg.parentNode) msg.parentNode.removeChild(msg); }, stay + 500);
     });
@@ -187,6 +189,57 @@
   }
   document.addEventListener("htmx:oobAfterSwap", function (ev) {
     if (ev.target && ev.target.id === "flash") fadeMessages(ev.target);
+  });
+
+  // A request htmx sent that failed: a 4xx or 5xx answer (htmx swaps none by default), no answer at all, or a timeout.
+  // htmx itself shows nothing, so the reviewer would think the click did nothing, or worse that it worked. One
+  // handler for every htmx action on every page: a toast that says so, in words, announced (role=alert); the card,
+  // the form and what was typed stay as they were, ready for the retry. A box that would go on showing a stale answer
+  // (the policy's impact preview, the edit card's live diff) says data-when-failed's text instead. Text only:
+  // nothing from the failed answer is shown.
+  function failureText(ev) {
+    var xhr = ev.detail && ev.detail.xhr;
+    var status = ev.type === "htmx:responseError" && xhr ? xhr.status : 0;
+    if (status >= 500) return "That did not go through (server error " + status + "): nothing was changed. Try again.";
+    if (status >= 400) return "That was refused (error " + status + "): nothing was changed. Reload the page and try again.";
+    if (ev.type === "htmx:timeout") return "That did not go through (the server took too long to answer). Try again.";
+    return "That did not go through (no answer from the server: check your connection). Try again.";
+  }
+
+  function showFailure(ev) {
+    var text = failureText(ev);
+    var flash = document.getElementById("flash");
+    if (flash) {
+      var list = flash.querySelector(".messages");
+      if (!list) {
+        list = document.createElement("ul");
+        list.className = "messages";
+        flash.appendChild(list);
+      }
+      var same = Array.prototype.some.call(list.querySelectorAll(".msg-error[data-request-failed]"), function (m) {
+        return m.textContent === text; // a poll that keeps failing says it once
+      });
+      if (!same) {
+        var msg = document.createElement("li");
+        msg.className = "msg msg-error";
+        msg.setAttribute("role", "alert");
+        msg.setAttribute("data-request-failed", "");
+        msg.textContent = text;
+        list.appendChild(msg);
+        fadeMessages(list, msg);
+      }
+    }
+    var target = ev.detail && ev.detail.target;
+    var failed = target && target.getAttribute && target.getAttribute("data-when-failed");
+    if (failed) {
+      var note = document.createElement("p");
+      note.className = "callout callout-warn request-failed";
+      note.textContent = failed;
+      target.replaceChildren(note);
+    }
+  }
+  ["htmx:responseError", "htmx:sendError", "htmx:timeout"].forEach(function (name) {
+    document.addEventListener(name, showFailure);
   });
 
   document.addEventListener("DOMContentLoaded", function () {
