@@ -10,14 +10,27 @@ exactly what approval writes. One rule for every page: ``reveal`` here, ``{{ val
 
 from __future__ import annotations
 
+import re
+import sys
 import unicodedata
+from functools import cache
 from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
 
-def _hidden(ch: str) -> bool:
-    return unicodedata.category(ch) == "Cf"
+@cache
+def _pattern() -> re.Pattern:
+    """Every format character (Cf) of this Python's Unicode, as one character class: a scan in C instead of a
+    category lookup per character in Python (built once, on first use: about 0.1 s)."""
+    codes = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
+    ranges: list[list[int]] = []
+    for c in codes:  # consecutive code points as ranges: a class of ranges is scanned much faster than a long list
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges) + "]")
 
 
 def _emoji_joiner(text: str, i: int) -> bool:
@@ -34,10 +47,12 @@ def _emoji_joiner(text: str, i: int) -> bool:
 def hidden_chars(text) -> list[str]:
     """The distinct hidden characters of ``text`` as code points (``U+202E``), in order of appearance."""
     text = "" if text is None else str(text)
+    if text.isascii():
+        return []
     found: list[str] = []
-    for i, ch in enumerate(text):
-        if _hidden(ch) and not _emoji_joiner(text, i):
-            code = f"U+{ord(ch):04X}"
+    for m in _pattern().finditer(text):
+        if not _emoji_joiner(text, m.start()):
+            code = f"U+{ord(m.group()):04X}"
             if code not in found:
                 found.append(code)
     return found
@@ -54,14 +69,17 @@ def reveal(text) -> SafeString:
     ordinary text; the markers are our own markup (code point and Unicode name only), so nothing untrusted is
     ever marked safe unescaped."""
     text = "" if text is None else str(text)
-    if not any(_hidden(ch) for ch in text):
+    # ASCII holds no format character (the first is U+00AD): the common case costs one C-level check, which matters
+    # on a queue page that draws thousands of diff segments.
+    if text.isascii() or not _pattern().search(text):
         return mark_safe(escape(text))  # noqa: S308 - escaped
     parts: list[str] = []
     start = 0
-    for i, ch in enumerate(text):
-        if _hidden(ch) and not _emoji_joiner(text, i):
+    for m in _pattern().finditer(text):
+        i = m.start()
+        if not _emoji_joiner(text, i):
             parts.append(escape(text[start:i]))
-            parts.append(marker(ch))
+            parts.append(marker(text[i]))
             start = i + 1
     parts.append(escape(text[start:]))
     return mark_safe("".join(parts))  # noqa: S308 - every run escaped, markers built from code points
