@@ -222,3 +222,19 @@ def store_threads(monkeypatch):
 
 
 from tests.personas import *  # noqa: E402,F401,F403 - personas fixtures
+
+
+@pytest.fixture
+def cycle(django_capture_on_commit_callbacks):
+    """A store's dream cycle run to its end in this process (the tasks it queues on commit executed), the run read
+    again: ``cycle(store, **start_run's options)``."""
+    from reviews import dreams
+    from tests.scoping import no_scope
+
+    def run(store, **kwargs):
+        with no_scope(), django_capture_on_commit_callbacks(execute=True):
+            started = dreams.start_run(store, **kwargs)
+        started.refresh_from_db()
+        return started
+
+    return run

@@ -20,7 +20,6 @@ import unicodedata
 import pytest
 
 from memory.models import AgentSession, MemoryEntry, MemoryVersion
-from reviews import dreams
 from reviews.models import AutonomyPolicy, PolicyMode, Proposal, ProposalEvidence, ProposalStatus
 
 from .api_support import Api, make_key
@@ -35,17 +34,6 @@ SESSIONS_ONLY = ["sessions:write"]
 
 
 # ----------------------------------------------------------------------------------------------------------- helpers
-@pytest.fixture
-def cycle(django_capture_on_commit_callbacks):
-    def run(store, **kwargs):
-        with no_scope(), django_capture_on_commit_callbacks(execute=True):
-            started = dreams.start_run(store, **kwargs)
-        started.refresh_from_db()
-        return started
-
-    return run
-
-
 def _key(team, name="attacker", scopes=TYPICAL, writable=("*",), **kw):
     with all_teams():
         return make_key(team, name, scopes=list(scopes), writable_stores=list(writable), **kw)

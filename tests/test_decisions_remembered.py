@@ -7,26 +7,14 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from reviews import dreams, services
+from reviews import services
 from reviews.models import Proposal, ProposalStatus
 
 from .dream_sessions import corrected_command, ingest, session_doc
 from .factories import StoreFactory
 from .page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
-from .scoping import no_scope
 
 pytestmark = pytest.mark.all_teams
-
-
-@pytest.fixture
-def cycle(django_capture_on_commit_callbacks):
-    def run(store, **kwargs):
-        with no_scope(), django_capture_on_commit_callbacks(execute=True):
-            started = dreams.start_run(store, **kwargs)
-        started.refresh_from_db()
-        return started
-
-    return run
 
 
 def _lesson(prefix: str, n: int, start: int = 0) -> list[dict]:

@@ -14,25 +14,13 @@ from django.core.management import call_command
 
 from memory.models import AgentSession
 from memory.sessions import fingerprint, validate_session
-from reviews import dreams
 from reviews.dreams.selection import select_sessions
 from reviews.models import Proposal
 
 from .dream_sessions import corrected_command, ingest, session_doc
-from .scoping import all_teams, no_scope
+from .scoping import all_teams
 
 pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
-
-
-@pytest.fixture
-def cycle(django_capture_on_commit_callbacks):
-    def run(store, **kwargs):
-        with no_scope(), django_capture_on_commit_callbacks(execute=True):
-            started = dreams.start_run(store, **kwargs)
-        started.refresh_from_db()
-        return started
-
-    return run
 
 
 def _originals(n=3):

@@ -10,27 +10,15 @@ from django.utils import timezone
 
 from memory.effectiveness import Effect, Rate, Ratings
 from memory.models import EntryStatus, MemoryEntry, MemoryVersion
-from reviews import dreams, effectiveness
+from reviews import effectiveness
 from reviews.analysis.forgetting import RATED_DOWN, UNUSED, removal_drafts
 from reviews.models import AutonomyPolicy, PolicyMode, Proposal, ProposalStatus
 
 from .dream_sessions import ingest, noise, session_doc
 from .effectiveness_history import build, rate
 from .factories import StoreFactory, make_entry
-from .scoping import no_scope
 
 pytestmark = pytest.mark.all_teams
-
-
-@pytest.fixture
-def cycle(django_capture_on_commit_callbacks):
-    def run(store, **kwargs):
-        with no_scope(), django_capture_on_commit_callbacks(execute=True):
-            started = dreams.start_run(store, **kwargs)
-        started.refresh_from_db()
-        return started
-
-    return run
 
 
 def age(entry, days: int) -> None:

@@ -19,7 +19,6 @@ import pytest
 from django.core.management import call_command
 
 from memory.models import AgentSession, MemoryEntry
-from reviews import dreams
 from reviews.models import AutonomyPolicy, PolicyMode, Proposal, ProposalEvidence, ProposalStatus
 
 from .api_support import Api, make_key
@@ -33,17 +32,6 @@ ATTACKER_SCOPES = ["sessions:write", "memory:read", "skills:read"]
 
 
 # ----------------------------------------------------------------------------------------------------------- helpers
-@pytest.fixture
-def cycle(django_capture_on_commit_callbacks):
-    def run(store, **kwargs):
-        with no_scope(), django_capture_on_commit_callbacks(execute=True):
-            started = dreams.start_run(store, **kwargs)
-        started.refresh_from_db()
-        return started
-
-    return run
-
-
 def _key(team, name="attacker", scopes=ATTACKER_SCOPES):
     with all_teams():
         return make_key(team, name, scopes=list(scopes), writable_stores=["*"])

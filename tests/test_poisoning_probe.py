@@ -16,13 +16,12 @@ import unicodedata
 import pytest
 
 from memory.models import AgentSession, MemoryEntry
-from reviews import dreams
 from reviews.models import AutonomyPolicy, PolicyMode, Proposal, ProposalEvidence, ProposalStatus
 
 from .api_support import Api, make_key
 from .dream_sessions import corrected_command, session_doc
 from .page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
-from .scoping import all_teams, no_scope
+from .scoping import all_teams
 
 pytestmark = pytest.mark.all_teams
 
@@ -31,17 +30,6 @@ WRITER_SCOPES = ["sessions:write", "memory:read", "memory:write"]
 
 
 # ----------------------------------------------------------------------------------------------------------- helpers
-@pytest.fixture
-def cycle(django_capture_on_commit_callbacks):
-    def run(store, **kwargs):
-        with no_scope(), django_capture_on_commit_callbacks(execute=True):
-            started = dreams.start_run(store, **kwargs)
-        started.refresh_from_db()
-        return started
-
-    return run
-
-
 def _key(team, name="attacker", scopes=ATTACKER_SCOPES, writable=("*",)):
     with all_teams():
         return make_key(team, name, scopes=list(scopes), writable_stores=list(writable))

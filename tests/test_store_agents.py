@@ -9,26 +9,14 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from memory.portability import export_document, import_document
-from reviews import dreams
 from reviews.models import PolicyChange, Proposal
 
 from .api_support import Api, make_key
 from .dream_sessions import corrected_command, ingest, session_doc
 from .page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
-from .scoping import all_teams, no_scope
+from .scoping import all_teams
 
 pytestmark = pytest.mark.all_teams
-
-
-@pytest.fixture
-def cycle(django_capture_on_commit_callbacks):
-    def run(store, **kwargs):
-        with no_scope(), django_capture_on_commit_callbacks(execute=True):
-            started = dreams.start_run(store, **kwargs)
-        started.refresh_from_db()
-        return started
-
-    return run
 
 
 def _corpus(team):

@@ -18,7 +18,7 @@ from reviews.services import policy_allows
 from .api_support import Api, make_key
 from .dream_sessions import corrected_command, ingest, noise, session_doc
 from .page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
-from .scoping import all_teams, no_scope
+from .scoping import all_teams
 
 pytestmark = pytest.mark.all_teams
 
@@ -26,17 +26,6 @@ pytestmark = pytest.mark.all_teams
 @pytest.fixture(autouse=True)
 def _fresh_keys():
     _KEYS.clear()
-
-
-@pytest.fixture
-def cycle(django_capture_on_commit_callbacks):
-    def run(store, **kwargs):
-        with no_scope(), django_capture_on_commit_callbacks(execute=True):
-            started = dreams.start_run(store, **kwargs)
-        started.refresh_from_db()
-        return started
-
-    return run
 
 
 _KEYS: dict = {}
