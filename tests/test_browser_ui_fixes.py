@@ -198,8 +198,11 @@ def test_the_policy_preview_says_unavailable_then_comes_back(page, live_server, 
 def test_the_edit_cards_live_diff_says_unavailable(page, live_server, world, two):
     sign_in(page, live_server, "alice")
     card = page.locator(f"#card-{two['add'].pk}")
-    card.locator("[data-action=edit]").click()
     page.route("**/preview/", lambda route: route.fulfill(status=500, body="boom"))
+    card.locator("[data-action=edit]").click()
+    # The edit card is swapped in by htmx: typing before htmx has bound its textarea sends no preview at all.
+    expect(card.get_by_label("Text to apply")).to_be_visible()
+    page.wait_for_load_state("networkidle")
     card.get_by_label("Text to apply").fill("Announce it.")
     expect(card.locator(".live-diff")).to_contain_text("Preview unavailable")
     expect(card.get_by_label("Text to apply")).to_have_value("Announce it.")

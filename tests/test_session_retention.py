@@ -185,7 +185,8 @@ def test_selection_reads_the_newest_sessions_by_index_and_probes_consumption_per
             {
                 "external_id": f"s-{i:05d}",
                 "agent": f"agent-{i % 3}",
-                "started_at": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00Z",
+                # Each its own start: the same agent, start and events would be one run delivered twice.
+                "started_at": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z",
                 "events": [{"type": "message", "role": "user", "content": "hi"}],
             }
             for i in range(3000)
