@@ -618,8 +618,10 @@ def test_dispatch_writes_the_selection_without_reading_it():
     dispatch's peak (330 bytes a session here before; nothing per session now)."""
     _selection_peak("selection-warm", 20)  # what the first selection of a process caches
     small = _selection_peak("selection-small", 100)
-    big = _selection_peak("selection-big", 1100)
-    assert (big - small) / 1000 < 4, (small, big)
+    big = _selection_peak("selection-big", 2100)
+    # Bytes a session: 330 before. Over 2,000 sessions, so that one buffer of a few KiB the allocator happens to
+    # grow in one of the two runs (seen once in a full run: +4.0 KiB) is not taken for a cost per session.
+    assert (big - small) / 2000 < 4, (small, big)
 
 
 @pytest.mark.skipif(not is_postgres(), reason="PostgreSQL's catalog")
