@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from . import normalize as nz
+from .drift import contradicts, superseded
 from .findings import (
     AggregateResult,
     ProposalDraft,
@@ -219,16 +220,6 @@ WAITS = frozenset({"sleep", "wait", "timeout"})
 def _query_words(query: str) -> frozenset:
     """What a search looked for, as words: `func.*enable|enableCmd` ~ `enableCmd|func enable`."""
     return frozenset(w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_]{2,}|\d+", query or ""))
-
-
-# How much of their words two statements must share for opposite polarity to make them contradict each other.
-CONTRADICTION_OVERLAP = 0.8
-
-
-def contradicts(a_negated: bool, a_sal, b_negated: bool, b_sal) -> bool:
-    """ "Deploys are allowed on Fridays" and "... are not allowed ...": the same words, opposite polarity. Paraphrases
-    whose side clauses differ ("..., so don't leave data there") share fewer words and are not read so."""
-    return a_negated != b_negated and nz.overlap(a_sal, b_sal) >= CONTRADICTION_OVERLAP
 
 
 def anchors_compatible(a: frozenset, b: frozenset) -> bool:
@@ -455,7 +446,9 @@ def _drafting(c: Cluster, findings: Findings) -> dict[int, SessionFindings]:
     wanted: dict[tuple[str, str], list] = {(b.family, b.key): [] for b in c.buckets}
     sessions: dict[int, SessionFindings] = {}
     for si, sf in findings.at(c.sessions):
-        sessions[si] = SessionFindings(sf.session_id, sf.external_id, sf.agent, sf.task, (), source=sf.source)
+        sessions[si] = SessionFindings(
+            sf.session_id, sf.external_id, sf.agent, sf.task, (), source=sf.source, started=sf.started
+        )
         for f in sf.findings or ():
             if isinstance(f, Mapping):
                 items = wanted.get(bucket_key(f))
@@ -1155,6 +1148,10 @@ def _aggregate(
             continue
         proposable.append(c)
     proposable = _merge_lookups(proposable)
+    overturned = superseded(proposable, lambda c: [(sf.agent, sf.started) for _, sf in findings.at(c.sessions)])
+    if overturned:
+        isolated += [(c, redact(overturned[id(c)])) for c in proposable if id(c) in overturned]
+        proposable = [c for c in proposable if id(c) not in overturned]
 
     allowed = set(allowed_hosts or ()) | index.hosts
     for c in proposable:

@@ -102,6 +102,9 @@ class SessionFindings:
     # The credential that delivered the session (AgentSession.source: "key:12", "user:3", "import:…"); empty when
     # unknown (pure tests, benchmarks): the session then counts as a source of its own.
     source: str = ""
+    # When the session started (epoch seconds; its ingest time when it names no start; 0 when unknown): a lesson
+    # later sessions overturn gives way to theirs (reviews.analysis.drift).
+    started: float = 0.0
 
     @property
     def source_key(self) -> str:

@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 
 from django.db.models import Count
+from django.db.models.functions import Coalesce
 
 from memory.models import AgentSession
 
@@ -55,7 +56,8 @@ class RunFindings:
 
     def _rows(self, analyses):
         fields = ("session_id", "session__external_id", "session__agent", "session__task", "findings")
-        return analyses.exclude(findings=[]).order_by("id").values_list(*fields, "session__source")
+        started = Coalesce("session__started_at", "session__ingested_at")
+        return analyses.exclude(findings=[]).order_by("id").values_list(*fields, "session__source", started)
 
     def __iter__(self) -> Iterator[SessionFindings]:
         tap, self._tap = self._tap, None
@@ -96,13 +98,14 @@ class RunFindings:
 
 def _session(row, names: dict, shapes: Shapes) -> SessionFindings | None:
     """One analysis row as a session with findings, its texts shared through ``names``; None without findings."""
-    sid, eid, agent, task, findings, source = row
+    sid, eid, agent, task, findings, source, started = row
     found = _exact(_shared_keys(f, names, shapes) for f in evidence_findings(findings)) if findings else ()
     if not found:
         return None
     agent = names.setdefault(agent, agent)
     task = task if task is None else names.setdefault(task, task)
-    return SessionFindings(sid, eid, agent, task, found, source=names.setdefault(source or "", source or ""))
+    source = names.setdefault(source or "", source or "")
+    return SessionFindings(sid, eid, agent, task, found, source=source, started=started.timestamp() if started else 0.0)
 
 
 def _exact(items) -> list:
