@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from .base import Format, Options, Parsed, Transcript, block_text, mcp_name
 from .documents import content_id, documents, first_document, given_id
 from .source import Source
+from .tool_output import reported_outcome
 
 # Blocks of a user turn that carry someone else's words, and the author they are given.
 ATTACHED = {
@@ -24,7 +25,11 @@ ATTACHED = {
     "web_search_tool_result": "web",
     "web_fetch_result": "web",
 }
+# Block types only the Messages API has (OpenAI's parts are text, image_url, input_audio, file, refusal): a
+# conversation holding one is Anthropic's, whatever else it looks like. An image is Anthropic's when it has a `source`.
 ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "mcp_tool_use"}
+ANTHROPIC_BLOCKS |= {"mcp_tool_result", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result"}
+ANTHROPIC_BLOCKS |= set(ATTACHED)
 
 
 def _messages(doc) -> list | None:
@@ -44,7 +49,8 @@ def looks_anthropic(doc) -> bool:
     if isinstance(doc, dict) and ("system" in doc or "stop_reason" in doc or isinstance(doc.get("content"), list)):
         return True
     return any(
-        isinstance(b, dict) and b.get("type") in ANTHROPIC_BLOCKS
+        isinstance(b, dict)
+        and (b.get("type") in ANTHROPIC_BLOCKS or (b.get("type") == "image" and isinstance(b.get("source"), dict)))
         for m in messages
         if isinstance(m.get("content"), list)
         for b in m["content"]
@@ -89,10 +95,13 @@ def convert(doc, options: Options) -> dict:
                 t.call(str(block.get("id") or ""), name, block.get("input"))
             elif isinstance(kind, str) and kind.endswith("tool_result"):
                 flush()
+                # Without is_error (an application that never sets it), the content may still say how it ended.
+                output, code, failed = reported_outcome(block_text(block.get("content")))
                 t.result(
                     str(block.get("tool_use_id") or ""),
-                    block_text(block.get("content")),
-                    is_error=bool(block.get("is_error")),
+                    output,
+                    is_error=bool(block.get("is_error")) or failed,
+                    exit_code=code,
                 )
             elif role == "user" and kind in ATTACHED:
                 # A document the person attached, a search result: in the person's turn, not in their words (a

@@ -19,6 +19,7 @@ from .base import Format, Options, Parsed, Transcript, block_text, timestamp
 from .documents import content_id, documents, first_document, given_id
 from .responses import Items, arguments
 from .source import Source
+from .tool_output import reported_outcome
 
 CHAT_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 ITEM_TYPES = {"message", "function_call", "function_call_output", "reasoning", "custom_tool_call", "web_search_call"}
@@ -85,10 +86,11 @@ def _chat(doc, t: Transcript) -> None:
                 legacy += 1
                 fn = m["function_call"]
                 t.call(f"function_call_{legacy}", str(fn.get("name") or "tool"), arguments(fn.get("arguments")), ts)
-        elif role == "tool":
-            t.result(str(m.get("tool_call_id") or ""), text, ts)
-        elif role == "function":
-            t.result(f"function_call_{legacy}", text, ts)
+        elif role in ("tool", "function"):
+            # The format has no error flag: the content says how the call ended, if anything does.
+            output, code, failed = reported_outcome(text)
+            call_id = str(m.get("tool_call_id") or "") if role == "tool" else f"function_call_{legacy}"
+            t.result(call_id, output, ts, is_error=failed, exit_code=code)
 
 
 def _anthropic_blocks(doc) -> list[str]:
