@@ -866,7 +866,7 @@ def _who_said(cluster: Cluster) -> str:
     its excerpts (a page the agent fetched, a tool's output); the lesson by the least trusted of its findings."""
     speakers = set()
     for _, x in cluster.items:
-        trusts = {e.get("trust") for e in x.get("evidence") or () if isinstance(e, dict)}
+        trusts = {e.get("trust") for e in x.get("evidence") or () if isinstance(e, Mapping)}
         speakers.add("user" if "user" in trusts else lowest_trust(trusts - {"user"}))
     return WHO[lowest_trust(speakers)]
 
