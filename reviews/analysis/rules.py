@@ -737,6 +737,19 @@ def _mentions(token: str, text_lower: str) -> bool:
 # A message that approves, or only asks, is not a correction unless it says what to do instead.
 # A message that moves on to the next step ("Now deploy it.", "Also run the linter.") is not a correction either.
 FOLLOW_UP = re.compile(r"(?i)^\W*(?:now|next|then|also|and|after that|afterwards|finally|once|when)\b")
+# A remark beside the work ("btw the cluster is orca-7, fyi"): information, not a word about the agent's last step.
+ASIDE = re.compile(
+    r"(?i)^\W*(?:btw|by the way|fyi|f\.y\.i\.|side ?note|unrelated|off[- ]topic|just so you know|for the record|"
+    r"for (?:your |the )?info(?:rmation)?|heads[- ]up|p\.s\.|ps(?=:)|übrigens|nebenbei|au fait|d'ailleurs|por cierto|"
+    r"a prop[oó]sito|en passant)(?!\w)|\b(?:just )?fyi\W*$"
+)
+# Asking for more on top of what was done ("please also add ...", "... as well", "one more thing"): the next step is
+# that addition, not a replacement of the last one.
+MORE = re.compile(
+    r"(?i)^\W*(?:also|and also|one more thing|additionally|in addition|while you'?re at it|don'?t forget)\b|"
+    r"\b(?:please|pls|can you|could you|would you|and|then)\s+also\b|"
+    r"\balso\s+(?:add|write|create|include|document|cover|update|bump|mention)\b|\b(?:as well|too)\W*$"
+)
 APPROVAL = re.compile(
     r"(?i)^\W*(?:looks good|lgtm|great|thanks|thank you|perfect|nice|cool|good|fine|ok|okay|sounds good|carry on|"
     r"go ahead|continue|proceed)\b"
@@ -777,7 +790,7 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
         named = bool(said_old or said_new) and (
             negation
             or (preference and bool(said_new))
-            or (bool(said_new) and len(content) <= 80 and not FOLLOW_UP.search(content))
+            or (bool(said_new) and len(content) <= 80 and not FOLLOW_UP.search(content) and not MORE.search(content))
         )
         # A message that names nothing the agent then changed ("Keep it offline.", "Rotate through the script.",
         # "The cleaned table is the source of truth.") is still the correction when the agent's very next step
@@ -788,6 +801,9 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
             and a.name == b.name
             and not APPROVAL.search(content)
             and not FOLLOW_UP.search(content)
+            and not ASIDE.search(content)
+            and not MORE.search(content)
+            and _asked_for(content) is None
             and not (content.rstrip().endswith("?") and not negation)
             and not _inspection(a)
             and not _inspection(b)
@@ -994,6 +1010,8 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
             hit = full if len(full) > len(hit) else hit
             if not _distinctive(_search_term(a), hit):
                 break  # listing everything under a folder or of a file type is not looking for one thing
+            if _named_by(a, hit):
+                break  # a search inside the very file it then opens: the agent knew where to look
             sought = f"{hit} {_search_term(a)}"
             missed = [m for m in actions[max(0, a.pos - HUNT) : a.pos] if _missed(m) and _related(_target(m), sought)]
             found = _where(a, b, hit, _search_term(a), _line_with(a.output, hit), missed)
@@ -1020,6 +1038,18 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
 
 
 _GLOB = re.compile(r"[*?\[\]{}!^$()|\\]+")
+
+
+def _named_by(search: Action, hit: str) -> bool:
+    """Whether the search was already pointed at the file it found (`grep -n 'round(' billing/invoice.py`, a Grep
+    call whose path is that file): its answer is a line in a known file, not where something is."""
+
+    def bare(path: str) -> str:
+        return path.strip("'\"").removeprefix("./").rstrip("/")
+
+    named = {bare(t) for t in nz.command_tokens(search.arg)}
+    named |= {bare(v) for v in (search.args or {}).values() if isinstance(v, str)}
+    return bare(hit) in named
 
 
 def _term_words(term: str) -> set[str]:
@@ -1307,10 +1337,11 @@ _PIECE_HEADS = _wordset("entry line note item section paragraph row record menti
 _DESTINATION = re.compile(r"(?i)^\s*(?:to|in|into|on)\s+(?:the|our|your|this|that)?\s*([A-Za-z][\w-]*)")
 
 
-def _requested(text: str) -> tuple[str, str] | None:
+def _requested(text: str, before: str = "") -> tuple[str, str] | None:
     """(verb, the noun of what is asked for, singular) of a request for an addition, else None: the phrase's head
     noun, or, when the head is a piece of something ("a changelog entry", "a line to the CHANGELOG"), that
-    something."""
+    something, named in the request or in what the person said before it ("You forgot the changelog: please add
+    an entry.")."""
     if len(text) > 300 or _REQUEST_NOT.search(_CLAUSE_END.split(text, maxsplit=1)[0]):
         return None
     m = _REQUEST_LEAD.match(text.strip())
@@ -1334,16 +1365,32 @@ def _requested(text: str) -> tuple[str, str] | None:
     if head in _PIECE_HEADS:
         where = _DESTINATION.match(after)
         words = [w for w in phrase[:-1] if w not in _NP_DETERMINERS]
+        missing = [a or b for a, b in _MISSING.findall(before)]
         if where:
             head = _singular(where.group(1).lower())
         elif words:
             head = _singular(words[-1])
+        elif missing:
+            head = _singular(missing[-1].lower())
     if head in _NP_PRONOUNS or len(head) < 3:
         return None
     return m.group("verb").lower(), head
 
 
-_SENTENCE = re.compile(r"(?<=[.!?:;])\s+")
+# Sentences, and clauses set apart by a dash ("you forgot the changelog - please add an entry").
+_SENTENCE = re.compile(r"(?<=[.!?:;])\s+|\s+[-–—]+\s+")
+# What the person says is missing, before asking for a piece of it: "you forgot the changelog", "the README is
+# missing", "no changelog".
+_MISSING = re.compile(
+    r"(?i)\b(?:forgot(?:ten)?|missed|left out|skipped|omitted|without|no)\s+(?:the|a|an|our|your|any)?\s*"
+    r"([A-Za-z][\w-]{2,})|\b(?:the|a|an|our|your)\s+([A-Za-z][\w-]{2,})\s+(?:is|was)\s+missing"
+)
+
+
+def _asked_for(text: str) -> tuple[str, str] | None:
+    """The first request for an addition among the message's clauses, each read with what came before it."""
+    clauses = [c for c in _SENTENCE.split(text.strip()) if c] if len(text) <= 600 else []
+    return next((a for i, c in enumerate(clauses) if (a := _requested(c, " ".join(clauses[:i])))), None)
 
 
 def _requests(messages, findings: list[dict]) -> list[dict]:
@@ -1357,8 +1404,7 @@ def _requests(messages, findings: list[dict]) -> list[dict]:
         # A request naming a secret is no lesson (its noun would be read lower-cased, past the secret's shape). The
         # request may come after other words ("Looks good. You forgot the changelog: please add an entry."): each
         # sentence is read, the first request counts.
-        clauses = [c for c in _SENTENCE.split(text.strip()) if c] if len(text) <= 600 else []
-        asked = None if has_secret(text) else next((a for c in clauses if (a := _requested(c))), None)
+        asked = None if has_secret(text) else _asked_for(text)
         if asked is None or asked in seen:
             continue
         seen.add(asked)
