@@ -19,18 +19,28 @@ URL_RE = re.compile(r"\b(?:https?|ftp|s3|gs)://[^\s'\"`<>()\[\]{}]+", re.I)
 
 REDACTED = "[REDACTED]"
 
+# A token's edges are where letters and digits stop, not where word characters do: an underscore glues a token to a
+# name (`http_ghp_…`, a tool `deploy_sk-…`) without ending it, and `\b` sees no edge there.
+ALNUM_EDGE = r"(?:(?<![A-Za-z0-9])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?![A-Za-z0-9]))"
+
+
+def _token(pattern: str) -> re.Pattern:
+    """A token's pattern written with word boundaries, its edges read as ALNUM_EDGE."""
+    return re.compile(pattern.replace(r"\b", ALNUM_EDGE))
+
+
 # Well-known credential shapes. Each pattern matches the secret itself (group 0), so it can be replaced.
 SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
     ("private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)")),
-    ("Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,}\b")),
-    ("OpenAI-style key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}\b")),
-    ("GitHub token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b")),
-    ("GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{16,}\b")),
+    ("Stripe key", _token(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,}\b")),
+    ("OpenAI-style key", _token(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}\b")),
+    ("GitHub token", _token(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b")),
+    ("GitLab token", _token(r"\bglpat-[A-Za-z0-9_-]{16,}\b")),
     # In any case: a key lower-cased on its way (a query's words, a noun) is still the key.
-    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\b(?:akia|asia)(?=[a-z]*\d)[0-9a-z]{16}\b")),
-    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}\b")),
-    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b")),
-    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
+    ("AWS access key", _token(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\b(?:akia|asia)(?=[a-z]*\d)[0-9a-z]{16}\b")),
+    ("Slack token", _token(r"\bxox[abposr]-[A-Za-z0-9-]{8,}\b")),
+    ("Google API key", _token(r"\bAIza[0-9A-Za-z_-]{30,}\b")),
+    ("JWT", _token(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
     # `scheme://user:password@host`, the user possibly empty (`redis://:password@cache`), the password possibly holding
     # an unencoded `@` (it runs to the last `@` before the host).
     ("URL credentials", re.compile(r"(?<=://)[^\s/:@]*:[^\s/]+(?=@[^\s@/]+(?:[:/?#'\"`)\]]|\s|$))")),
@@ -42,7 +52,7 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
     # bot tokens, Azure connection strings).
     (
         "vendor token",
-        re.compile(
+        _token(
             r"\b(?:xox[a-z]-|xapp-|xoxe\.xox[a-z]-)[A-Za-z0-9-]{8,}|\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|"
             r"\b(?:npm|hf|shpat|shpss|shpca|shppa|whsec|dop_v1|doo_v1|dor_v1|gldt|glrt|glptt|glsoat|sk_live|"
             r"rk_live)_[A-Za-z0-9_-]{16,}|\bpypi-AgE[A-Za-z0-9_-]{16,}|\bkey-[0-9a-z]{32}\b|\bSK[0-9a-f]{32}\b|"
