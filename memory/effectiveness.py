@@ -86,6 +86,10 @@ class Ratings:
     down: int = 0
     mean: float = 0.0
     raters: int = 0  # distinct credentials (agent keys and people) that rated: one key's ten ratings are one rater
+    # Of them, those that rated it down and those that rated it up: what a removal for ratings (or a renewal) stands on.
+    # A person's one "keep it" is never a second voice for a removal one key's fifty down-votes ask for.
+    down_raters: int = 0
+    up_raters: int = 0
 
 
 @dataclass
@@ -240,10 +244,22 @@ def ratings_by_entry(store: MemoryStore, entry_ids: Iterable[int] | None = None)
             down=Count("id", filter=Q(score__lt=0)),
             keys=Count("agent_key", distinct=True),
             people=Count("user", distinct=True),
+            down_keys=Count("agent_key", distinct=True, filter=Q(score__lt=0)),
+            down_people=Count("user", distinct=True, filter=Q(score__lt=0)),
+            up_keys=Count("agent_key", distinct=True, filter=Q(score__gt=0)),
+            up_people=Count("user", distinct=True, filter=Q(score__gt=0)),
         )
     )
     return {
-        r["entry_id"]: Ratings(count=r["n"], up=r["up"], down=r["down"], raters=r["keys"] + r["people"]) for r in rows
+        r["entry_id"]: Ratings(
+            count=r["n"],
+            up=r["up"],
+            down=r["down"],
+            raters=r["keys"] + r["people"],
+            down_raters=r["down_keys"] + r["down_people"],
+            up_raters=r["up_keys"] + r["up_people"],
+        )
+        for r in rows
     }
 
 

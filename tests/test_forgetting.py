@@ -185,3 +185,23 @@ def test_ratings_of_as_many_credentials_as_the_policy_asks_for_archive_by_policy
     assert p.prevalence_sources == 2 and "by 2 raters." in p.rationale
     assert p.status == ProposalStatus.APPLIED
     assert MemoryEntry.objects.get(pk=entry.pk).status == EntryStatus.ARCHIVED
+
+
+def test_a_flood_of_one_keys_down_votes_against_a_persons_up_vote_is_one_voice_for_removal(db, cycle):
+    """One key rates the entry down fifty times, a person rates it up once: two raters, but only one asks for the
+    removal, so a policy that needs two sources leaves it to a reviewer."""
+    from django.contrib.auth import get_user_model
+
+    from dreamweb.models import AgentKey
+    from memory.feedback import record_feedback
+
+    store, entry = _rated_down_store(())
+    key = AgentKey.generate(team=store.team, name="flooder")[0]
+    for n in range(50):
+        record_feedback(entry, helpful=False, source=f"flood-{n}", agent_key=key)
+    record_feedback(entry, helpful=True, source="keeper", user=get_user_model().objects.create(username="keeper"))
+    run = cycle(store)
+    p = Proposal.objects.get(run=run, operation="remove")
+    assert p.prevalence_sources == 1 and "by 2 raters, 1 of whom rated it down." in p.rationale, p.rationale
+    assert p.status == ProposalStatus.PENDING
+    assert MemoryEntry.objects.get(pk=entry.pk).status == EntryStatus.ACTIVE

@@ -30,6 +30,12 @@ def _day(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d") if at else "never"
 
 
+def _raters(r) -> str:
+    """Who rated: "2 raters", or "3 raters, 1 of whom rated it down" when not all of them did."""
+    said = f"{r.raters} {'rater' if r.raters == 1 else 'raters'}"
+    return said if r.down_raters == r.raters else f"{said}, {r.down_raters} of whom rated it down"
+
+
 def reasons(e, *, now: datetime, unused_days: int) -> list[tuple[str, str]]:
     """(kind, rationale sentence with its figures) for each reason the entry should go; empty: it stays."""
     if e.status != "active" or e.pinned:
@@ -40,8 +46,7 @@ def reasons(e, *, now: datetime, unused_days: int) -> list[tuple[str, str]]:
             (
                 RATED_DOWN,
                 f"Rated down: mean {e.ratings.mean:+.2f} from {e.ratings.count} ratings "
-                f"({e.ratings.up} up, {e.ratings.down} down) by {e.ratings.raters} "
-                f"{'rater' if e.ratings.raters == 1 else 'raters'}.",
+                f"({e.ratings.up} up, {e.ratings.down} down) by {_raters(e.ratings)}.",
             )
         )
     if e.verdict == NO_EFFECT:
@@ -115,9 +120,10 @@ def removal_drafts(
                 kind=kind,
                 rationale=rationale,
                 prevalence_sessions=len({r["session_id"] for r in evidence}),
-                # Ratings are a rated-down removal's support: the policy's min_sources counts their raters
-                # (reviews.services.policy_allows), so one credential's ratings never archive an entry by themselves.
-                prevalence_sources=e.ratings.raters if kind == RATED_DOWN else 0,
+                # Ratings are a rated-down removal's support: the policy's min_sources counts those who rated it down
+                # (reviews.services.policy_allows), so one credential's ratings never archive an entry by themselves,
+                # however many others rated it up.
+                prevalence_sources=e.ratings.down_raters if kind == RATED_DOWN else 0,
                 prevalence_of=max(0, int(sessions_analysed)),
                 confidence=confidence,
                 risk=risk,

@@ -8,7 +8,7 @@ it was last served, its rating):
   removal: it waits for a reviewer unless the policy says otherwise.
 * ``update`` of kind ``expired`` that renews it (the same text, the end date cleared: ``Proposal.renews``) when it is
   pinned (a pinned entry is never proposed for removal) or rated helpful. Medium risk. Renewed for ratings, its
-  ``prevalence_sources`` is the number of distinct raters, which the policy's ``min_sources`` counts.
+  ``prevalence_sources`` is the number of distinct raters who rated it up, which the policy's ``min_sources`` counts.
 
 The signature names the end date, so a rejected proposal is not made again for the same expiry, and an entry renewed
 with a new end date that expires again is proposed again. Pure over the rows it reads; no session is evidence here.
@@ -67,7 +67,7 @@ def expiry_drafts(store, now=None) -> list[ProposalDraft]:
     rows = list(rows)
     # A renewal for ratings stands on its raters as a removal for ratings does (policy_allows counts them against the
     # policy's min_sources): one credential's ratings never bring an expired entry back by themselves.
-    raters = {i: r.raters for i, r in ratings_by_entry(store, [e.pk for e in rows if not e.pinned]).items()}
+    raters = {i: r.up_raters for i, r in ratings_by_entry(store, [e.pk for e in rows if not e.pinned]).items()}
     drafts = []
     for entry in rows:
         renew = should_renew(entry)
