@@ -12,6 +12,7 @@ items returned are always in rank order. Text is joined as plain strings: nothin
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -64,8 +65,16 @@ def _tokens_for(chars: int) -> int:
     return max(1, (chars + 3) // 4) if chars else 0
 
 
+# A line of an entry's text that would read as a heading of the prompt: each entry is one `## key` section, and a
+# heading inside an entry's text (an agent's note holding "## deploy-command") would read as another entry, under a
+# name someone else wrote. Escaped as Markdown escapes it (`\##`): the text is kept, the heading is not.
+_HEADING_LINE = re.compile(r"(?m)^( {0,3})(?=#{1,6}(?:[ \t]|$))")
+
+
 def render_item(key: str, content: str) -> str:
     """One entry as it appears in the prompt. Plain concatenation: `{{ x }}` stays `{{ x }}`."""
+    if "#" in content:
+        content = _HEADING_LINE.sub(r"\1\\", content)
     return "## " + key + "\n" + content.rstrip("\n") + "\n\n"
 
 
