@@ -227,3 +227,14 @@ def test_service_refuses_writes_to_an_archived_entry_but_restores_it(entry):
     archive_entry(entry, base_version=3, author=Author.system())
     reverted = revert_entry(entry, to_number=1, base_version=4, author=Author.system())
     assert reverted.status == EntryStatus.ACTIVE and reverted.version == 5
+
+
+@pytest.mark.parametrize("spell", ['"{pk}.0{v}"', '"0{pk}.{v}"', '"00{pk}.{v}"', '"{pk}.00{v}"', '"{pk}.{v}0"'])
+def test_only_the_etag_as_written_matches_not_another_spelling_of_its_numbers(entry, keys, spell):
+    """Strong comparison is of the characters: `"12.01"` names no version, though 01 is 1 as a number."""
+    api = Api(keys.full)
+    current = api.get(URL)["ETag"]
+    pk, v = current.strip('"').split(".")
+    r = api.patch(URL, {"tags": ["x"]}, headers={"If-Match": spell.format(pk=pk, v=v)})
+    assert r.status_code == 412, r.json()
+    assert api.patch(URL, {"tags": ["x"]}, headers={"If-Match": current}).status_code == 200

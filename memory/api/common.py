@@ -42,7 +42,8 @@ def ensure_may_write(key, store: MemoryStore) -> None:
 
 
 # Bounded digits: an absurd tag is simply not one of ours (no int conversion of a megabyte of digits).
-_ENTRY_TAG = re.compile(r"(\d{1,19})\.(\d{1,19})", re.ASCII)
+# Exactly as etag() writes it: no leading zeros (strong comparison is of the characters, so "12.01" is not "12.1").
+_ENTRY_TAG = re.compile(r"([1-9]\d{0,18})\.(0|[1-9]\d{0,18})", re.ASCII)
 
 
 def etag(entry: MemoryEntry) -> str:
