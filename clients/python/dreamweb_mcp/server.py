@@ -22,6 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from . import stdio
 from .config import Settings
 from .notes import note_session
 
@@ -230,7 +231,9 @@ class DreamwebTools:
 
         def send(dw: DreamwebClient) -> str:
             where = self._store_of(dw, key, store)
-            dw.feedback(where, key, comment=comment or "", **body)
+            # A comment pasted from a terminal may hold a NUL, which the API refuses in any text but a transcript:
+            # replaced as transcripts are (U+FFFD), so the rating is not lost to one byte of its comment.
+            dw.feedback(where, key, comment=(comment or "").replace("\x00", "\ufffd"), **body)
             return where
 
         where = self.call(send)
@@ -388,9 +391,16 @@ TOOLS = (
 )
 
 
+class DreamwebServer(MCPServer):
+    async def run_stdio_async(self) -> None:
+        # The SDK's own stdio loop, with stdin's lines repaired (dreamweb_mcp.stdio). The low-level server is the
+        # SDK's attribute (mcp 2.x, pinned below 3 in pyproject.toml).
+        await stdio.serve(self._lowlevel_server)
+
+
 def build_server(settings: Settings | None = None, client_factory=None) -> MCPServer:
     tools = DreamwebTools(settings or Settings.from_env(), client_factory)
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = DreamwebServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
     for name, hints in TOOLS:
         server.add_tool(getattr(tools, name), name=name, annotations=hints, structured_output=False)
     return server
