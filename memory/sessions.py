@@ -389,6 +389,9 @@ class BatchResult:
     # Positions (in the sessions given) of sessions whose external_id is stored, or earlier in the batch, with other
     # content: neither stored nor unchanged.
     conflicts: list[int] = field(default_factory=list)
+    # Sessions stored before that arrived again with more events after theirs (a hook that pushes after each turn,
+    # then at the end): their stored row now holds the whole session.
+    grown: list[str] = field(default_factory=list)
 
 
 INSERT_CHUNK = 200  # rows per INSERT on SQLite: well under its parameter limit (32766)
@@ -704,10 +707,13 @@ def _existing_ids(team, external_ids: list[str]) -> set[str]:
         return {r[0] for r in cur.fetchall()}
 
 
-def store_batch(team, sessions: list[CleanSession], *, key=None, source: str | None = None) -> BatchResult:
+def store_batch(
+    team, sessions: list[CleanSession], *, key=None, source: str | None = None, grow: bool = False
+) -> BatchResult:
     """Insert the sessions that are new for the team; report the rest as unchanged, or as conflicts when their
     content differs from the stored session with their external_id. Idempotent and race-safe. ``source``: the
-    credential that delivered them (source_of: the key's when not given).
+    credential that delivered them (source_of: the key's when not given). ``grow``: a stored session sent again with
+    more events after its own replaces the stored one (reported in ``grown``), instead of being a conflict.
 
     Rows go in in the order of their external ids, whatever the batch's order: two batches that share ids wait for
     each other's rows in one direction only, so they cannot deadlock (in opposite orders each would hold a row the
@@ -734,17 +740,61 @@ def store_batch(team, sessions: list[CleanSession], *, key=None, source: str | N
     stored = _stored(team, [eid for eid in by_id if eid not in inserted])
     unchanged: list[str] = []
     conflicts: list[int] = []
+    grown: list[str] = []
     for pos, s in enumerate(sessions):
         eid = s.fields["external_id"]
         first = by_id[eid]
         if eid in inserted and s is first:
             continue
         reference = _comparable(first.fields) if eid in inserted else stored.get(eid)
-        if reference is not None and _comparable(s.fields) != reference:
-            conflicts.append(pos)
-        else:
+        if reference is None:
             unchanged.append(eid)
-    return BatchResult(created=[eid for eid in by_id if eid in inserted], unchanged=unchanged, conflicts=conflicts)
+            continue
+        mine = _comparable(s.fields)
+        if mine == reference:
+            unchanged.append(eid)
+        elif grow and eid not in inserted and s is first and _continues(reference, mine) and _grow(team, s, reference):
+            grown.append(eid)
+        elif grow and _continues(mine, reference):
+            unchanged.append(eid)  # an earlier push of a session stored since with more: nothing of it is new
+        else:
+            conflicts.append(pos)
+    created = [eid for eid in by_id if eid in inserted]
+    return BatchResult(created=created, unchanged=unchanged, conflicts=conflicts, grown=grown)
+
+
+# What a session that grows keeps: who ran it, for what, and when it started. Its outcome, end, model and metadata
+# may come with the rest (a transcript's last lines say how it ended).
+_IDENTITY = tuple(COMPARED.index(name) for name in ("agent", "task", "end_user", "started_at"))
+_EVENTS = COMPARED.index("events")
+
+
+def _continues(stored: tuple, new: tuple) -> bool:
+    """Whether ``new`` is the stored session with more events after its own, every stored event unchanged (so the
+    evidence that points into it still points at the same events)."""
+    if any(stored[i] != new[i] for i in _IDENTITY):
+        return False
+    before, after = stored[_EVENTS], new[_EVENTS]
+    return type(before) is list and type(after) is list and len(after) > len(before) and after[: len(before)] == before
+
+
+def _grow(team, session: CleanSession, stored: tuple) -> bool:
+    """Replace the stored session by its longer self, only if the row still holds what was compared (another writer
+    may have grown it meanwhile: then this is a conflict to report, not a write to lose)."""
+    fields = session.fields
+    grown = {name: json_value(fields.get(name)) for name in ("model", "outcome", "ended_at", "metadata", "events")}
+    grown["fingerprint"] = fingerprint(fields)
+    with transaction.atomic():
+        row = (
+            AgentSession.objects.select_for_update()
+            .filter(team=team, external_id=fields["external_id"], events_pruned_at__isnull=True)
+            .values(*COMPARED)
+            .first()
+        )
+        if row is None or _comparable(row) != stored:
+            return False
+        AgentSession.objects.filter(team=team, external_id=fields["external_id"]).update(**grown)
+    return True
 
 
 def team_agents(team_id: int) -> list[str]:

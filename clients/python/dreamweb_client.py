@@ -160,10 +160,12 @@ class DreamwebClient:
         agent: str | None = None,
         task: str | None = None,
         filename: str | None = None,
+        grow: bool = True,
     ) -> dict:
         """Push an agent's own transcript file as it is (a Claude Code project JSONL, a Codex rollout...): the server
-        converts it (``format``: auto, claude-code, codex, gemini-cli, openai-chat, anthropic-messages)."""
-        params = self._params(format=format, agent=agent, task=task)
+        converts it (``format``: auto, claude-code, codex, gemini-cli, openai-chat, anthropic-messages). ``grow``: a
+        transcript pushed before, now longer (pushed after a turn, then at the end), replaces what was stored."""
+        params = self._params(format=format, agent=agent, task=task, grow="true" if grow else None)
         # ``filename`` only picks the content type: one JSON document (.json) or JSON lines (the rest).
         content_type = "application/json" if (filename or "").endswith(".json") else "application/x-ndjson"
         return self._request(

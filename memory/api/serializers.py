@@ -180,11 +180,19 @@ class ContextSerializer(serializers.Serializer):
 class SessionItemResultSerializer(serializers.Serializer):
     index = serializers.IntegerField()
     external_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=["created", "unchanged"])
+    status = serializers.ChoiceField(
+        choices=["created", "unchanged", "grown"],
+        help_text="grown: the session was stored before with fewer events, all of them the same as these first ones "
+        "(a transcript pushed again as it went on); the stored session now holds the whole of it.",
+    )
 
 
 class SessionIngestResultSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     unchanged = serializers.IntegerField()
+    grown = serializers.IntegerField(
+        required=False,
+        help_text="With `?grow=true`: sessions stored before that now hold the events sent after theirs.",
+    )
     results = SessionItemResultSerializer(many=True)
     format = serializers.CharField(required=False, help_text="For a transcript file: the format it was read as.")

@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from dreamweb.api_base import Conflict, ErrorSerializer, InvalidInput, PayloadTooLarge
 from memory.importers import AUTO, CHOICES, FORMATS, Options, Source, UnknownFormat, WrongFormat
 from memory.importers import read as read_file
-from memory.importing import conflict_message, validated
+from memory.importing import TooLarge, conflict_message, validated
 from memory.sessions import CleanSession, store_batch
 
 FILE_TYPES = (
@@ -50,6 +50,16 @@ PARAMETERS = [
     # 1 to 100 characters, as file_options checks.
     OpenApiParameter("agent", _NAME, description="Agent name for a file whose format names none."),
     OpenApiParameter("task", _NAME, description="Task name for sessions of the file that name none."),
+    OpenApiParameter(
+        "grow",
+        OpenApiTypes.BOOL,
+        description=(
+            "`true`: a session stored before that comes again with more events after its own (every stored event "
+            "the same: a transcript pushed after each turn, then at its end) replaces the stored one, reported as "
+            "`grown`; any other difference is still a 409. Default `false`: any difference is a 409. The hooks and "
+            "`dreamweb-push` send `true`."
+        ),
+    ),
 ]
 FILE_BODY = {
     "type": "string",
@@ -85,6 +95,16 @@ def requested_format(request) -> str | None:
     return AUTO if content_type.lower() in FILE_TYPES else None
 
 
+def growth_allowed(request) -> bool:
+    """``?grow=true``: a stored session may be replaced by its longer self (memory.sessions.store_batch)."""
+    value = request.query_params.get("grow")
+    if value is None or value.lower() in ("false", "0"):
+        return False
+    if value.lower() in ("true", "1"):
+        return True
+    raise InvalidInput("grow: must be true or false.", extra={"errors": {"grow": ["must be true or false"]}})
+
+
 def _options(request) -> Options:
     values = {}
     for name in ("agent", "task"):
@@ -113,6 +133,9 @@ def file_sessions(request, raw: bytes, format: str) -> tuple[str, list[CleanSess
         if item.notice is not None:
             continue
         clean = validated(item, found.name)
+        if isinstance(clean, TooLarge):
+            # As for one canonical session past the limit (docs/api.md): 413, with the limit.
+            raise PayloadTooLarge(f"{item.where}: {clean}", extra={"limit": settings.DREAMWEB_MAX_SESSION_BYTES})
         if isinstance(clean, str):
             errors.setdefault(item.where, []).append(clean)
             continue
@@ -139,12 +162,13 @@ class _Conflicts(Exception):
         self.positions = positions
 
 
-def store(key, cleans: list[CleanSession], *, format: str | None = None) -> Response:
-    """Store the sessions together: 201 when any was created, 200 when all were stored already, 409 (and nothing
-    stored) when any conflicts with a stored session."""
+def store(key, cleans: list[CleanSession], *, format: str | None = None, grow: bool = False) -> Response:
+    """Store the sessions together: 201 when any was created, 200 when all were stored already (or grew: a stored
+    session sent again with more events after its own), 409 (and nothing stored) when any conflicts with a stored
+    session."""
     try:
         with transaction.atomic():  # a savepoint: a conflict undoes this request's inserts
-            result = store_batch(key.team, cleans, key=key)
+            result = store_batch(key.team, cleans, key=key, grow=grow)
             if result.conflicts:
                 raise _Conflicts(result.conflicts)
     except _Conflicts as exc:
@@ -157,20 +181,19 @@ def store(key, cleans: list[CleanSession], *, format: str | None = None) -> Resp
             f"(first: {ids[0]!r}); nothing was stored.",
             extra={"errors": errors, "conflicts": ids},
         ) from None
-    created = set(result.created)
+    created, grown = set(result.created), set(result.grown)
     seen: set[str] = set()
     items = []
     for index, clean in enumerate(cleans):
         eid = clean.fields["external_id"]
-        items.append(
-            {
-                "index": index,
-                "external_id": eid,
-                "status": "created" if eid in created and eid not in seen else "unchanged",
-            }
-        )
+        first = eid not in seen
+        state = "created" if eid in created and first else ("grown" if eid in grown and first else "unchanged")
+        items.append({"index": index, "external_id": eid, "status": state})
         seen.add(eid)
-    body = {"created": len(result.created), "unchanged": len(items) - len(result.created), "results": items}
+    body = {"created": len(result.created), "unchanged": len(items) - len(result.created) - len(result.grown)}
+    if grow:  # only asked for, so the answer of a plain push keeps its shape
+        body["grown"] = len(result.grown)
+    body["results"] = items
     if format is not None:
         body["format"] = format
     return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)

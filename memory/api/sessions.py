@@ -102,6 +102,7 @@ class SessionIngestView(AgentAPIView):
             raise _too_large(int(declared), limit)
         content_type = (request.content_type or "").split(";")[0].strip().lower()
         file_format = session_files.requested_format(request)
+        grow = session_files.growth_allowed(request)
         if content_type not in ("application/json", "", *session_files.FILE_TYPES):
             raise exceptions.UnsupportedMediaType(content_type)
         try:
@@ -112,7 +113,7 @@ class SessionIngestView(AgentAPIView):
             raise _too_large(len(raw), limit)
         if file_format is not None:
             found, cleans = session_files.file_sessions(request, raw, file_format)
-            return session_files.store(self.key, cleans, format=found)
+            return session_files.store(self.key, cleans, format=found, grow=grow)
         try:
             doc, hints = input_guard.parse(raw)
         except input_guard.Refused as exc:
@@ -123,7 +124,7 @@ class SessionIngestView(AgentAPIView):
         else:
             self._guard(doc, hints)
             cleans = [self._validate_one(doc, size=len(raw))]
-        return session_files.store(self.key, cleans)
+        return session_files.store(self.key, cleans, grow=grow)
 
     @staticmethod
     def _guard(doc, hints: input_guard.Hints, *, index: int | None = None) -> None:
