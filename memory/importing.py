@@ -113,7 +113,8 @@ def _store(
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit = off")
         result = store_batch(team, batch, key=key, source=source)
-    stats.imported += len(result.created)
+    # A session that grew (sent again with more events after its own) is imported: its stored row changed.
+    stats.imported += len(result.created) + len(result.grown)
     stats.unchanged += len(result.unchanged)
     return result.conflicts
 
@@ -380,14 +381,20 @@ def file_outcomes(
             yield UNREADABLE, str(file), f"cannot read: {exc.strerror or exc}"
 
 
+class TooLarge(str):
+    """The message of a session refused for its size (the API answers 413 for it, as for a body too large)."""
+
+
 def validated(item: Parsed, format_name: str) -> CleanSession | str:
     """The item's session validated, or the message saying why it was rejected."""
     if item.error is not None:
         return item.error
     try:
         clean = validate_session(item.doc, size=item.size, raw=item.raw, hints=item.hints)
-    except (SessionInvalid, SessionTooLarge) as exc:
-        return "; ".join(exc.errors) if isinstance(exc, SessionInvalid) else str(exc)
+    except SessionTooLarge as exc:
+        return TooLarge(exc)
+    except SessionInvalid as exc:
+        return "; ".join(exc.errors)
     except TypeError as exc:  # e.g. an event type that is an object: invalid input, not a crash
         return f"session: malformed ({exc})"
     if format_name != "dreamweb":
