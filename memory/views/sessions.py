@@ -157,6 +157,30 @@ def session_list(request):
     )
 
 
+# Events drawn at a time: a 20,000-event session is 7 MB of HTML and seconds to render at once; a window of them
+# is what a person reads, and an evidence link opens the window that holds its event.
+EVENT_WINDOW = 1000
+
+
+def event_window(total: int, start, mark_index: int | None) -> dict:
+    """The window of events to draw: from ``start`` (?from=), else the one holding the marked event, else the first."""
+    try:
+        first = int(start)
+    except (TypeError, ValueError):
+        first = (mark_index // EVENT_WINDOW) * EVENT_WINDOW if mark_index is not None and mark_index >= 0 else 0
+    first = max(0, min(first, max(0, total - 1)))
+    end = min(total, first + EVENT_WINDOW)
+    return {
+        "start": first,
+        "end": end,
+        "total": total,
+        "paged": total > EVENT_WINDOW,
+        "previous": max(0, first - EVENT_WINDOW) if first > 0 else None,
+        "next": end if end < total else None,
+        "last": ((total - 1) // EVENT_WINDOW) * EVENT_WINDOW if total else 0,
+    }
+
+
 @login_required
 @require_GET
 def session_detail(request, pk: int):
@@ -187,13 +211,15 @@ def session_detail(request, pk: int):
     tool_calls = sum(1 for r in rows if r["type"] == "tool_call")
     failures = sum(1 for r in rows if r["type"] == "tool_result" and r.get("failed"))
     notes = sum(1 for r in rows if r["type"] == "memory_write")
+    window = event_window(len(rows), request.GET.get("from"), mark_index)
     return render(
         request,
         "memory/session.html",
         {
             "session": session,
             "team": session.team,
-            "rows": rows,
+            "rows": rows[window["start"] : window["end"]],
+            "window": window,
             "serves": serves,
             "linkable": linkable,
             "learned": list(learned),

@@ -1,0 +1,79 @@
+# ruff: noqa: F811 - pytest fixtures imported from tests.page_support
+"""A long session's page draws its events a window at a time (memory.views.sessions.EVENT_WINDOW): an evidence link
+opens the window that holds its event, and the page says where it is with a way to every other window. Text a
+browser would draw as nothing (terminal escapes, a bell, bidi overrides, zero-width spaces) is shown as markers."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from memory.views.sessions import EVENT_WINDOW
+from tests.factories import SessionFactory
+from tests.page_support import _fast_password_hashing, client  # noqa: F401 - fixtures
+
+pytestmark = [pytest.mark.django_db, pytest.mark.all_teams]
+
+
+def long_session(world, n):
+    events = [{"type": "message", "role": "user", "content": f"line {i}"} for i in range(n)]
+    return SessionFactory(team=world.team_a, external_id=f"long-{n}", events=events, event_count=n)
+
+
+def page(client, world, session, **query):
+    client.force_login(world.victor)
+    response = client.get(reverse("memory:session", args=[session.pk]), query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def shown(html):
+    return [int(i) for i in re.findall(r'id="event-(\d+)"', html)]
+
+
+def test_a_long_session_shows_its_first_window_and_the_way_on(client, world):
+    n = EVENT_WINDOW * 2 + 500
+    html = page(client, world, long_session(world, n))
+    assert shown(html) == list(range(EVENT_WINDOW))
+    assert f"of {n}" in html and f'href="?from={EVENT_WINDOW}"' in html and f'href="?from={2 * EVENT_WINDOW}"' in html
+    assert f"{n} events" in html  # the summary counts the whole session
+
+
+def test_an_evidence_link_opens_the_window_of_its_event(client, world):
+    session = long_session(world, EVENT_WINDOW * 3)
+    target = EVENT_WINDOW + 17
+    html = page(client, world, session, event=target, mark=f"line {target}")
+    assert shown(html) == list(range(EVENT_WINDOW, 2 * EVENT_WINDOW))
+    assert f'<mark class="evidence-mark">line {target}</mark>' in html
+    assert 'href="?from=0"' in html  # the way back to the start
+
+
+@pytest.mark.parametrize("start, first", [("-5", 0), ("999999", 2 * EVENT_WINDOW + 9), ("junk", 0)])
+def test_any_start_lands_on_events_that_exist(client, world, start, first):
+    html = page(client, world, long_session(world, 2 * EVENT_WINDOW + 10), **{"from": start})
+    assert shown(html)[0] == first
+
+
+def test_a_short_session_has_no_window_navigation(client, world):
+    html = page(client, world, long_session(world, 12))
+    assert shown(html) == list(range(12)) and 'aria-label="Events"' not in html
+
+
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("\x1b[31mRED\x1b[0m", "U+001B"),
+        ("ring\x07", "U+0007"),
+        ("safe\u202egnp.exe", "U+202E"),
+        ("pass\u200bword", "U+200B"),
+        ("c1\x85control", "U+0085"),
+    ],
+)
+def test_invisible_characters_in_a_transcript_are_shown_as_markers(client, world, text, code):
+    events = [{"type": "message", "role": "user", "content": text}]
+    session = SessionFactory(team=world.team_a, external_id="hidden", events=events, event_count=1)
+    html = page(client, world, session)
+    assert f"⟨{code}⟩" in html
+    assert text not in html  # the raw character never reaches the page
