@@ -101,7 +101,10 @@ def undo_decision(proposal: Proposal, *, user) -> Proposal:
             pass
         elif current.status == ProposalStatus.APPLIED:
             if current.target_kind != TargetKind.MEMORY:
-                raise CannotUndo("A skill change is not undone here: revert it on the skill's page.")
+                raise CannotUndo(
+                    "A skill change is not undone here: on the skill's page, revert it to an earlier version, or "
+                    "unpublish a new skill."
+                )
             plan = plan_rollback(current.applied_versions or [])
             if plan.conflicts:
                 names = ", ".join(f"{s.key} (now v{s.current}: {s.changed_by or 'changed'})" for s in plan.conflicts)

@@ -21,7 +21,7 @@ from dreamweb.provenance import Author
 from . import folders
 from .models import Skill, SkillVersion
 from .rendering import diff_lines, render_markdown
-from .services import InvalidSkill, StaleSkillWrite, revert_skill, skill_md
+from .services import InvalidSkill, StaleSkillWrite, publish_skill, revert_skill, skill_md, unpublish_skill
 
 LIST_LIMIT = 200
 
@@ -155,3 +155,29 @@ def skill_revert(request, team: str, name: str, number: int):
         return redirect("skills_registry:versions", team=team, name=name)
     messages.success(request, f"Reverted {skill.name} to version {number}; that is now version {skill.version}.")
     return redirect("skills_registry:versions", team=skill.team.slug, name=skill.name)
+
+
+@login_required
+@require_POST
+def skill_status(request, team: str, name: str):
+    """Withdraw a published skill from the agents (a draft again, every version kept), or publish it again: the way
+    back from an approved new skill, which has no earlier version to revert to."""
+    skill = _skill(request, team, name, role=Role.REVIEWER)
+    action = request.POST.get("action")
+    change = {"unpublish": unpublish_skill, "publish": publish_skill}.get(action or "")
+    if change is None:
+        messages.error(request, "Say publish or unpublish.")
+        return redirect("skills_registry:detail", team=team, name=name)
+    try:
+        skill = change(skill, base_hash=request.POST.get("base_hash") or None, author=Author.person(request.user))
+    except StaleSkillWrite:
+        messages.error(request, "The skill changed while you were looking at it; nothing was changed. Look again.")
+        return redirect("skills_registry:detail", team=team, name=name)
+    except InvalidSkill as exc:
+        messages.error(request, str(exc))
+        return redirect("skills_registry:detail", team=team, name=name)
+    if action == "unpublish":
+        messages.success(request, f"{skill.name} is withdrawn: agents no longer get it. Publish it to serve it again.")
+    else:
+        messages.success(request, f"{skill.name} is published: agents get it again.")
+    return redirect("skills_registry:detail", team=skill.team.slug, name=skill.name)

@@ -159,3 +159,35 @@ def test_revert_without_csrf_token_fails(world, skills):
     )
     assert response.status_code == 302
     assert Skill.objects.get(pk=release.pk).version == 3
+
+
+def test_unpublish_withdraws_a_skill_from_agents_and_publish_brings_it_back(world, skills):
+    """The way back from an approved new skill (it has no earlier version to revert to): withdraw it, every version
+    kept; publish it again. Reviewers and admins only; another team's skill is not found."""
+    from skills_registry.services import published_index
+
+    release, _, _ = skills
+    status = reverse("skills_registry:status", kwargs={"team": release.team.slug, "name": release.name})
+    data = {"base_hash": release.content_hash, "action": "unpublish"}
+    assert client_for(world.victor).post(status, data).status_code == 403
+    assert client_for(world.bob).post(status, data).status_code == 404
+    assert 'name="action" value="unpublish"' in client_for(world.alice).get(url("detail", release)).content.decode()
+    assert 'name="action"' not in client_for(world.victor).get(url("detail", release)).content.decode()
+    response = client_for(world.alice).post(status, data)
+    assert response.status_code == 302
+    skill = Skill.objects.get(pk=release.pk)
+    assert skill.status == "draft" and skill.version == 3 and skill.body == release.body
+    assert release.name not in [s["name"] for s in published_index(world.team_a)]
+    again = client_for(world.alice).post(status, {"base_hash": skill.content_hash, "action": "publish"})
+    assert again.status_code == 302 and Skill.objects.get(pk=release.pk).status == "published"
+    assert release.name in [s["name"] for s in published_index(world.team_a)]
+
+
+@pytest.mark.parametrize("data", [{"base_hash": "f" * 64, "action": "unpublish"}, {"action": "delete"}])
+def test_a_stale_or_unknown_status_change_changes_nothing(world, skills, data):
+    release, _, _ = skills
+    status = reverse("skills_registry:status", kwargs={"team": release.team.slug, "name": release.name})
+    response = client_for(world.alice).post(status, data, follow=True)
+    assert response.status_code == 200
+    skill = Skill.objects.get(pk=release.pk)
+    assert (skill.status, skill.version) == ("published", release.version)
