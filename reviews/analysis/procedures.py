@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from .findings import recurs
+from .normalize import localizer
 from .tools import SHELL_TOOLS, main_argument
 
 MIN_STEPS = 3
@@ -60,12 +61,15 @@ def _looks_around(command: str) -> bool:
     return program == "git" and len(words) > 1 and words[1] in READ_ONLY_GIT
 
 
-def procedure_steps(events: Sequence[dict]) -> list[dict]:
-    """The successful tool calls of a session in order: {index, step (normalised), text (as run)}.
+def procedure_steps(events: Sequence[dict], metadata: dict | None = None) -> list[dict]:
+    """The successful tool calls of a session in order: {index, step (normalised), text (as run, written as the
+    project sees it: normalize.localizer of the session's metadata, so no home directory or account name reaches a
+    skill)}.
 
     A call succeeded when its result is not an error and its exit code is 0 or absent; calls without a result
     do not count. Trivial look-around commands (ls, cd, cat...) and immediate repetitions are left out.
     """
+    local = localizer(metadata)
     results: dict[str, dict] = {}
     for ev in events:
         if isinstance(ev, dict) and ev.get("type") == "tool_result" and ev.get("call_id") is not None:
@@ -87,6 +91,7 @@ def procedure_steps(events: Sequence[dict]) -> list[dict]:
             if READ_ONLY_TOOLS.search(name):
                 continue
             text = f"{name} {arg}".strip()
+        text = local(text)
         step = normalize_step(text)
         if steps and steps[-1]["step"] == step:
             continue
@@ -128,7 +133,9 @@ def recurring_procedures(
         if s.get("outcome") in ("failure", "abandoned"):
             continue
         steps = s.get("steps")  # found beforehand (with the session's analysis), else from its events
-        steps = (procedure_steps(s.get("events") or []) if steps is None else steps)[:MAX_SESSION_STEPS]
+        if steps is None:
+            steps = procedure_steps(s.get("events") or [], s.get("metadata"))
+        steps = steps[:MAX_SESSION_STEPS]
         keys = [st["step"] for st in steps]
         windows = {tuple(keys[i : i + MIN_STEPS]) for i in range(len(keys) - MIN_STEPS + 1)}
         if windows:

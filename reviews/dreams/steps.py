@@ -253,7 +253,7 @@ def _steps_of(session: AgentSession) -> list[dict]:
     session: those do not count there)."""
     if session.outcome in ("failure", "abandoned"):
         return []
-    return procedure_steps(session.events or [])[:MAX_SESSION_STEPS]
+    return procedure_steps(session.events or [], session.metadata)[:MAX_SESSION_STEPS]
 
 
 def _pending_of(run_id: int, session_ids: Sequence[int]) -> dict[int, int]:
