@@ -124,3 +124,26 @@ def test_dry_run_previews_the_skill_proposal(world):
     skills = [p for p in run.report["proposals"] if p["target_kind"] == "skill"]
     assert [(p["operation"], p["targets"], p["status"]) for p in skills] == [("update", ["release-process"], "preview")]
     assert not Proposal.objects.exists()
+
+
+def test_a_lesson_correcting_a_skills_step_is_that_skills_update_only():
+    """`make deploy` fails and `make release` works in 4 sessions; the team's skill runs `make deploy`: the dream
+    proposes the skill's update, and no memory entry beside it (kept on record with the reason)."""
+    from reviews.analysis import aggregate as agg
+    from reviews.analysis.findings import SessionFindings
+    from reviews.analysis.rules import analyze
+    from tests.test_analysis_aggregate import deploy_session, filler
+
+    skill = {"name": "ship-it", "description": "How to ship", "body": "# Ship\n\n1. Run `make deploy`.\n"}
+    docs = [deploy_session(i) for i in range(4)] + [filler(i) for i in range(4)]
+    sessions = [
+        SessionFindings(i + 1, d["external_id"], d["agent"], d.get("task"), analyze(d).findings)
+        for i, d in enumerate(docs)
+    ]
+    with_skill = agg.aggregate(sessions, sessions_analysed=len(sessions), memory=[], skills=[skill])
+    assert not [p for p in with_skill.proposals if "make release" in (p.content or "")]
+    (row,) = [r for r in with_skill.isolated if "skill" in r["reason"]]
+    assert row["sessions"] == 4 and row["supporting_sessions"] == ["s-0", "s-1", "s-2", "s-3"]
+    prose_only = dict(skill, body="# Ship\n\nShip with care.\n")  # a skill that does not run the step
+    alone = agg.aggregate(sessions, sessions_analysed=len(sessions), memory=[], skills=[prose_only])
+    assert [p for p in alone.proposals if "make release" in (p.content or "")]

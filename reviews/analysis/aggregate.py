@@ -32,6 +32,7 @@ from .findings import (
     trim,
 )
 from .risk import assess, redact, redact_draft
+from .skills import holds_step
 
 MAX_LEADERS = 24  # leaders kept per candidate block
 MAX_MEMBERS = 4  # representatives of one cluster per candidate block
@@ -359,6 +360,7 @@ class MemoryIndex:
                 )
             )
         self.skill_texts = [nz.collapse(f"{s.get('description') or ''} {s.get('body') or ''}").lower() for s in skills]
+        self.skill_bodies = [s.get("body") or "" for s in skills]
         self.by_token: dict[str, list[int]] = defaultdict(list)
         for i, e in enumerate(self.entries):
             for t in e.salient | e.anchors:
@@ -380,6 +382,10 @@ class MemoryIndex:
         pat = _words_re(nz.collapse(phrase))
         cands = self.candidates(toks) if toks else self.entries
         return [e for e in cands if pat.search(e.lower)]
+
+    def skill_holds(self, old: str) -> bool:
+        """Whether a skill's code runs this (failing) command: the lesson that corrects it is that skill's update."""
+        return any(holds_step(body, old) for body in self.skill_bodies)
 
     def skill_mentions(self, phrase: str) -> bool:
         if not phrase:
@@ -1172,7 +1178,9 @@ def _aggregate(
 
     # Only the most prevalent isolated patterns are written out (redacting each one costs a few regexes).
     isolated.sort(key=lambda ci: (-len(ci[0].sessions), ci[0].leader.key))
-    result.isolated = [_isolated_row(c, findings, reason) for c, reason in isolated[:MAX_ISOLATED]]
+    # (after the rows drafting set aside: a lesson given to a skill's update)
+    drafted_aside = result.isolated
+    result.isolated = [_isolated_row(c, findings, reason) for c, reason in isolated[:MAX_ISOLATED]] + drafted_aside
     result.proposals.sort(key=lambda d: (-d.prevalence_sessions, d.operation, d.signature))
     return result
 
@@ -1328,6 +1336,26 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
     k = len(c.sessions)
     scope_agent, scope_task = _scope(c, sessions, agent_tasks)
     state, entry, swap = _known_or_stale(c, index, scope_agent)
+    first = c.items[0][1]
+    if (
+        state == "new"
+        and first.get("kind") == "corrected_command"
+        and c.leader.count >= min_sessions  # as the skill update counts it: by the finding's own key
+        and index.skill_holds(first.get("old") or "")
+    ):
+        # The failing step is written in a skill: the skill's update fixes it there (reviews.analysis.skills), so
+        # one lesson is one card, not a memory entry beside the skill that still says the wrong thing.
+        result.isolated.append(
+            {
+                "kind": first.get("kind"),
+                "key": redact(c.leader.key),
+                "summary": redact(first.get("summary") or ""),
+                "sessions": k,
+                "supporting_sessions": sorted({str(sessions[i].external_id) for i in c.sessions})[:20],
+                "reason": "the step it corrects is written in a skill: proposed as that skill's update",
+            }
+        )
+        return None
     if state == "known":
         first = c.items[0][1]
         result.reinforced.append(

@@ -276,6 +276,11 @@ def _code_replace(body: str, old: str, new: str) -> str:
     return "".join(out)
 
 
+def holds_step(body: str, old: str) -> bool:
+    """Whether the skill's code (inline spans, fenced lines) runs ``old``: a corrected command's failing step."""
+    return bool(old) and _code_replace(body or "", old, "\x00") != (body or "")
+
+
 def _covered(body: str, group: dict) -> bool:
     """The skill already says this: it holds the new command (and no longer the old one) or the summary."""
     text = body.lower()
@@ -344,10 +349,22 @@ def _update_drafts(
             continue
         if not recurs(len(g.get("sessions") or []), sessions_analysed, min_sessions, min_share):
             continue
-        # Only skills sharing a name/description term can match (domain_match requires one): look them up.
-        _, everything = _finding_terms(g)
-        candidates = sorted({i for t in everything for i in head_index.get(t, ())})
-        skill, score, shared = domain_match(g, [skills[i] for i in candidates], vocabularies)
+        # A skill whose code runs the very step the lesson corrects is the one to fix, whichever of two overlapping
+        # skills shares more words with the lesson (the other one does not hold the wrong step).
+        holders = (
+            [sk for sk in skills if holds_step(sk.get("body", ""), g.get("old") or "")]
+            if g.get("kind") == "corrected_command"
+            else []
+        )
+        if holders:
+            skill, score, shared = domain_match(g, holders, vocabularies)
+            if skill is None:
+                skill, score, shared = holders[0], 0.0, []
+        else:
+            # Only skills sharing a name/description term can match (domain_match requires one): look them up.
+            _, everything = _finding_terms(g)
+            candidates = sorted({i for t in everything for i in head_index.get(t, ())})
+            skill, score, shared = domain_match(g, [skills[i] for i in candidates], vocabularies)
         if skill is None or _covered(skill.get("body", ""), g):
             continue
         by_skill[skill["name"]].append((g, score, shared))
