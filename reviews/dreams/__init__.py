@@ -32,7 +32,7 @@ patches the module that looks it up (e.g. ``reviews.dreams.finalizing._apply_pol
 
 from .finalizing import WAITING, finalize
 from .reports import build_report, draft_report, proposal_report, report, run_proposals
-from .runs import STALE_AFTER, NotServed, RunInProgress, preview, start_run, wait_for
+from .runs import STALE_AFTER, NotServed, QueueUnavailable, RunInProgress, preview, start_run, wait_for
 from .selection import get_policy, select_sessions, served_texts
 from .steps import RetryLater, analyze_batch, dispatch, fail_batch, maybe_finalize, transient_errors
 
@@ -41,6 +41,7 @@ __all__ = [
     "NotServed",
     "WAITING",
     "RetryLater",
+    "QueueUnavailable",
     "RunInProgress",
     "analyze_batch",
     "build_report",

@@ -36,7 +36,7 @@ from .. import evidence
 from ..analysis import aggregate as aggregate_mod
 from ..analysis import registry
 from ..analysis.findings import AggregateResult
-from ..analysis.risk import is_poisoned, scan_memo
+from ..analysis.risk import is_poisoned, redact, scan_memo
 from ..analysis.skills import FindingGroups, group_findings
 from ..models import (
     AnalysisStatus,
@@ -382,6 +382,14 @@ def _consolidate(run: DreamRun, policy: AutonomyPolicy, memory: list[dict], resu
     return consolidate_mod.summary(done)
 
 
+def _named(row) -> str | None:
+    """A failed analysis's error, with the session it was about (an operator looks that session up)."""
+    if row is None:
+        return None
+    external_id, error = row
+    return f"session {redact(external_id)}: {error}"
+
+
 def _analyses(run: DreamRun, done: int) -> _Analyses:
     rows = SessionAnalysis.objects.filter(run=run)
     totals = rows.aggregate(tokens_input=Sum("tokens_input"), tokens_output=Sum("tokens_output"))
@@ -389,7 +397,7 @@ def _analyses(run: DreamRun, done: int) -> _Analyses:
     return _Analyses(
         done=done,
         failed=failed.count(),
-        first_error=failed.order_by("id").values_list("error", flat=True).first(),
+        first_error=_named(failed.order_by("id").values_list("session__external_id", "error").first()),
         tokens_input=totals["tokens_input"] or 0,
         tokens_output=totals["tokens_output"] or 0,
     )

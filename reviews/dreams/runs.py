@@ -4,6 +4,8 @@ written on its run row)."""
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
@@ -35,6 +37,46 @@ class RunInProgress(RuntimeError):
 
 # A run older than this that never finished (its worker died with the queue lost) no longer blocks new runs.
 STALE_AFTER = timedelta(hours=2)
+
+
+class QueueUnavailable(RuntimeError):
+    """The task broker could not take the run: nothing was started (and no run row is left)."""
+
+
+def _owner() -> dict:
+    """The process that runs an in-process run (no broker): if it dies, nothing else ever finishes the run."""
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def _owner_gone(run: DreamRun) -> bool:
+    """Whether the run was running in a process of this machine that no longer exists (killed, crashed)."""
+    owner = (run.options or {}).get("process")
+    if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
+        return False
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return False
+
+
+def _give_up(run: DreamRun) -> None:
+    """Mark a run whose process died as failed, in words: its sessions are read again by the next run (a session
+    is consumed only by a run that did not fail)."""
+    owner = run.options.get("process") or {}
+    DreamRun.objects.filter(pk=run.pk, status__in=RunStatus.going()).update(
+        status=RunStatus.FAILED,
+        finished_at=timezone.now(),
+        error=(
+            f"Stopped: the process that ran it (pid {owner.get('pid')} on {owner.get('host')}) ended before it "
+            "finished. Its sessions are read again by the next dream."
+        ),
+    )
 
 
 def start_run(
@@ -82,12 +124,14 @@ def start_run(
                 .filter(store=store, dry_run=False, created_at__gte=timezone.now() - STALE_AFTER)
                 .first()
             )
+            if busy is not None and _owner_gone(busy):
+                _give_up(busy)
+                busy = None
             if busy is not None:
                 raise RunInProgress(f"dream #{busy.pk} over {store.slug} is still {busy.status}")
         run = _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessions, agents)
-        run_id = run.pk
         task = preview_run if dry_run else dispatch_run
-        transaction.on_commit(lambda: enqueue(task, run_id))
+        transaction.on_commit(lambda task=task, run=run: _enqueue_or_withdraw(task, run))
     if wait:
         run = wait_for(run, on_progress=on_progress, poll_seconds=poll_seconds)
     return run
@@ -130,6 +174,22 @@ def batch_size_for(label: str) -> int:
     return RULES_BATCH_SIZE if label == "rules" else MODEL_BATCH_SIZE
 
 
+def _enqueue_or_withdraw(task, run: DreamRun) -> None:
+    """Queue the run; if the broker cannot take it, the run row goes (it never started, and a queued row nobody will
+    run would hold the store) and QueueUnavailable says why."""
+    try:
+        enqueue(task, run.pk)
+    except Exception as exc:
+        if task.app.conf.task_always_eager:
+            raise  # in this process: the run's own failure, already recorded on its row
+        with rls.team_scope(run.team_id):
+            DreamRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).delete()
+        raise QueueUnavailable(
+            f"the task queue is not reachable ({type(exc).__name__}: {exc}); nothing was started. Check REDIS_URL "
+            "and that Redis runs, or run without REDIS_URL to dream in this process."
+        ) from exc
+
+
 def _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessions, agents) -> DreamRun:
     policy = get_policy(store)
     label = registry.resolve(analyzer or policy.analyzer)
@@ -139,6 +199,9 @@ def _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessi
         token_budget=int(policy.token_budget),
         batch_size=batch_size_for(label),
     )
+    options = asdict(inputs)
+    if settings.CELERY_TASK_ALWAYS_EAGER:  # in this process: no worker will ever pick it up if the process dies
+        options["process"] = _owner()
     return DreamRun.objects.create(
         team_id=store.team_id,
         store=store,
@@ -147,7 +210,7 @@ def _create_run(store, trigger, user, dry_run, all_sessions, analyzer, max_sessi
         all_sessions=all_sessions,
         analyzer=label,
         memory_hash=memory_hash(store),
-        options=asdict(inputs),
+        options=options,
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
 

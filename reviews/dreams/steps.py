@@ -14,7 +14,7 @@ from itertools import islice
 from celery import shared_task
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -401,6 +401,19 @@ def analyze_sessions(self, run_id: int, session_ids: list[int]) -> None:
             if not self.request.is_eager:
                 raise self.retry(exc=exc.error, countdown=backoff(attempt)) from exc
             # In-process (no broker) there is no queue to come back through: wait a little here and go again.
+            time.sleep(backoff(attempt, base=0.2, cap=10.0))
+            attempt += 1
+        except (OperationalError, InterfaceError) as exc:
+            # The database went away under the batch (a restart, a failover, a terminated backend): every step is
+            # idempotent (a compare-and-set per analysis), so the batch is done again on a new connection, as often
+            # as a transient error of the analyzer is retried; then its sessions fail as below.
+            connection.close()
+            if attempt >= limit:
+                fail_batch(run_id, session_ids, f"{type(exc).__name__}: {exc}")
+                return
+            task_log.warning("dream #%s: database lost (%r); retry %s of %s", run_id, exc, attempt + 1, limit)
+            if not self.request.is_eager:
+                raise self.retry(exc=exc, countdown=backoff(attempt, base=1.0)) from exc
             time.sleep(backoff(attempt, base=0.2, cap=10.0))
             attempt += 1
         except Exception as exc:

@@ -64,18 +64,21 @@ class Command(BaseCommand):
             dreams.runs.run_agents(store, opts["agents"])
         except dreams.NotServed as exc:
             raise CommandError(str(exc)) from exc
-        run = dreams.start_run(
-            store,
-            trigger=Trigger.COMMAND,
-            dry_run=opts["dry_run"],
-            all_sessions=opts["all_sessions"],
-            analyzer=label,
-            max_sessions=opts["max_sessions"],
-            agents=opts["agents"],
-            wait=True,
-            record=False,  # the contract: --dry-run persists nothing, not even a run row
-            on_progress=self._progress if opts["verbosity"] >= 1 else None,
-        )
+        try:
+            run = dreams.start_run(
+                store,
+                trigger=Trigger.COMMAND,
+                dry_run=opts["dry_run"],
+                all_sessions=opts["all_sessions"],
+                analyzer=label,
+                max_sessions=opts["max_sessions"],
+                agents=opts["agents"],
+                wait=True,
+                record=False,  # the contract: --dry-run persists nothing, not even a run row
+                on_progress=self._progress if opts["verbosity"] >= 1 else None,
+            )
+        except (dreams.RunInProgress, dreams.QueueUnavailable) as exc:
+            raise CommandError(f"not started: {exc}") from exc
         doc = dreams.report(run)
         if opts["verbosity"] >= 1:
             r = doc["run"]
