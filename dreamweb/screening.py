@@ -590,12 +590,45 @@ def _authority_host(auth: str) -> str:
     return host
 
 
+# Top-level domains that are also words a program names a field with (`user.name`, `item.link`, `request.host`).
+_WORD_TLDS = frozenset(
+    _words("name link info app dev live page site host store shop zone space network services systems tech online")
+    + _words("today club click digital agency cloud top pro home local internal")
+)
+# What such a field belongs to in code, configuration and templates (`git config user.name`, `{{ user.name }}`).
+_CODE_OWNERS = frozenset(
+    _words("user users item items self this ctx context obj object config cfg settings request req response res")
+    + _words("profile account app site data model node row file page doc entry record event msg message post product")
+    + _words("order customer project repo team org member person author owner field form job task step env process")
+    + _words("window document session state props args params options opts meta result target source parent child")
+    + _words("element el component module package pkg lib core base main current new old prev next first last")
+)
+# Where a dotted name is a variable path, whatever its last part: inside a template's expression.
+_TEMPLATE_OPENERS = (("{{", "}}"), ("{%", "%}"), ("${", "}"), ("<%", "%>"), ("#{", "}"))
+
+
+def _in_template(text: str, start: int) -> bool:
+    line = text[text.rfind("\n", 0, start) + 1 : start]
+    for opener, closer in _TEMPLATE_OPENERS:
+        at = line.rfind(opener)
+        if at != -1 and closer not in line[at + len(opener) :]:
+            return True
+    return False
+
+
 def _file_like(name: str, text: str, start: int) -> bool:
     """A dotted name that is a file, a module or a package rather than a host: its last part is a file extension,
-    or it is a dotted code path (`logging.getLogger`, `com.example.app.MainActivity`, `time.sleep`)."""
+    or it is a dotted code path (`logging.getLogger`, `com.example.app.MainActivity`, `time.sleep`), a field of a
+    common object whose name is also a domain (`git config user.name`, `item.link`), or a variable path inside a
+    template's expression (`{{ user.name }}`, `${site.host}`)."""
     tld = name.rsplit(".", 1)[-1].lower()
     if tld not in _HOST_TLDS or tld in _FILE_TLDS:
         return True
+    labels = name.lower().split(".")
+    if len(labels) == 2 and tld in _WORD_TLDS and labels[0] in _CODE_OWNERS:
+        return True
+    if len(labels) == 2 and _in_template(text, start):
+        return True  # `{{ user.name }}`; a longer name there (`{{ cdn.evil.link }}`) still reads as a host
     before = text[max(0, start - 1) : start]
     after = text[start + len(name) : start + len(name) + 1]
     return before in "/\\" and before != "" or after == "("
