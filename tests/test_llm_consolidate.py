@@ -182,3 +182,37 @@ def test_secrets_never_leave_and_a_failed_model_leaves_the_drafts_as_they_were(s
 def test_nothing_to_compare_asks_nothing(server):
     result = run(server, [], memory=MEMORY[:1])
     assert result.drafts == [] and server.requests == []
+
+
+NOTE_MEMORY = [
+    entry("deploy-cmd", "Deploy with `make release` from the repository root.", origin="human"),
+    entry("deploy-quick", "Deploy with `make release --skip-checks`, it is faster.", origin="agent"),
+    entry("deploy-note", "Deploys go through `make release`.", origin="agent"),
+]
+
+
+@pytest.mark.parametrize("vouched", ["human", "import", "dream"])
+def test_the_same_thing_keeps_the_vouched_wording_not_an_agents_note(server, vouched):
+    """The model keeps an agent's in-band note and folds a person's (imported, reviewed) entry into it: the merge
+    keeps the vouched entry's text and key instead; the note is what is archived."""
+    memory = [dict(NOTE_MEMORY[0], origin=vouched), NOTE_MEMORY[2]]
+    result = run(server, [{"relation": "same", "items": ["E1", "E2"], "keep": "E2", "reason": "same"}], memory=memory)
+    (merge,) = result.drafts
+    assert merge.targets == ["deploy-cmd", "deploy-note"] and merge.content == NOTE_MEMORY[0]["content"]
+
+
+def test_a_contradiction_settled_for_an_agents_note_against_a_persons_entry_is_not_proposed(server):
+    result = run(
+        server, [{"relation": "contradicts", "items": ["E1", "E2"], "keep": "E2", "reason": "x"}], memory=NOTE_MEMORY
+    )
+    assert result.drafts == [] and "agent's note" in result.skipped[0]
+
+
+def test_two_agents_notes_may_still_be_folded_either_way(server):
+    result = run(
+        server,
+        [{"relation": "contradicts", "items": ["E2", "E3"], "keep": "E3", "reason": "x"}],
+        memory=NOTE_MEMORY,
+    )
+    (merge,) = result.drafts
+    assert merge.targets == ["deploy-note", "deploy-quick"] and merge.content == NOTE_MEMORY[2]["content"]

@@ -32,6 +32,8 @@ from .risk import assess, redact
 from .structured_output import AnalyzerError, MalformedAnswer, complete_json
 
 REASON_MODEL = "Proposed by the language model's consolidation: a judgement, not evidence from sessions."
+# Origins of entries a person wrote, imported or approved (a dream's, through review): an agent's in-band note is not.
+VOUCHED = frozenset({"human", "import", "dream"})
 MAX_ENTRIES = 150
 ITEM_CHARS = 400
 
@@ -186,6 +188,13 @@ def _take(g: dict, ids: dict, taken: set, out: Consolidation, **risk_args) -> st
     kept_kind, kept = ids[keep]
     if any(e.get("pinned") for e in entries if e is not kept):
         return "a pinned entry would be folded away"
+    vouched = [e for e in entries if e is not kept and e.get("origin") in VOUCHED]
+    if kept_kind == "E" and kept.get("origin") not in VOUCHED and vouched:
+        # An agent's in-band note is never the text a person's (or a reviewed) entry is folded into: the same thing
+        # keeps the vouched wording; a contradiction the model settles for the note is a person's call.
+        if g["relation"] != "same":
+            return "the model would replace an entry people wrote or reviewed with an agent's note"
+        kept = vouched[0]
     reason = re.sub(r"\s+", " ", redact(g["reason"]) or "").strip()[:300]
     relation = g["relation"]
     if not lessons:  # entries only: merge into the kept one, keeping its text
