@@ -387,3 +387,14 @@ def test_what_the_cli_adds_to_tool_output_is_removed():
     read, bash = events(doc, "tool_result")
     assert read["content"] == "package main\n\n\tfunc main() {}"
     assert bash["content"] == "     1→package main"
+
+
+def test_a_line_of_a_type_a_newer_claude_code_writes_is_skipped_and_named():
+    lines = [user("run the tests"), assistant("m1", text("Done."))]
+    newer = {**lines[0], "type": "brand-new-record", "uuid": "u-new"}
+    found, docs, problems = convert(jsonl(lines[0], newer, lines[1]))
+    assert found == "claude-code" and len(docs) == 1 and shape(docs[0]) == shape(one(jsonl(*lines)))
+    assert any("brand-new-record (1)" in text for text in problems.values()), problems
+    # the CLI's own bookkeeping lines are known and skipped without a word
+    bookkeeping = {**lines[0], "type": "file-history-snapshot", "uuid": "u-snap"}
+    assert convert(jsonl(lines[0], bookkeeping, lines[1]))[2] == {}

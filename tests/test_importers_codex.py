@@ -302,3 +302,30 @@ def test_commands_given_as_argv_read_as_the_line_that_was_run():
         (2, True),
         (None, False),
     ]
+
+
+def rollout_lines():
+    return [
+        meta(),
+        rl("response_item", message("user", "run the tests")["payload"], ts="2026-05-11T08:27:01.000Z"),
+        rl("response_item", exec_call("c1", "make test")["payload"], ts="2026-05-11T08:27:02.000Z"),
+        rl("response_item", output("c1", header("2 passed", code=0))["payload"], ts="2026-05-11T08:27:03.000Z"),
+        rl("response_item", message("assistant", "Tests pass.")["payload"], ts="2026-05-11T08:27:04.000Z"),
+    ]
+
+
+def test_a_rollout_written_twice_over_is_the_same_session():
+    """A replayed append (every line written again) adds no event: a line's time and payload make it the same."""
+    lines = rollout_lines()
+    once = one(jsonl(*lines))
+    twice = one(jsonl(*lines, *lines[1:]))
+    assert shape(twice) == shape(once) and len(events(twice, "tool_call")) == 1
+
+
+def test_a_line_of_a_type_a_newer_codex_writes_is_skipped_and_named():
+    lines = rollout_lines()
+    lines.insert(3, rl("brand_new_kind", {"x": 1}, ts="2026-05-11T08:27:02.500Z"))
+    found, docs, problems = convert(jsonl(*lines))
+    assert found == "codex" and len(docs) == 1
+    assert shape(docs[0]) == shape(one(jsonl(*rollout_lines())))
+    assert any("brand_new_kind (1)" in text for text in problems.values()), problems

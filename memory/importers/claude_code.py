@@ -137,6 +137,7 @@ class _File:
         self.summaries: list[str] = []
         self.task_calls: dict[str, dict] = {}  # Task tool_use id -> its input, in the main stream
         self.agent_calls: dict[str, str] = {}  # 2.x agentId -> the Task call that ran it
+        self.unknown: dict[str, int] = {}  # line types this version does not read, counted for a notice
 
     def stream_for(self, line: dict) -> _Stream:
         if not line.get("isSidechain") and "" in self.streams:
@@ -166,6 +167,8 @@ class _File:
                 self.summaries.append(line["summary"])
             return
         if kind not in CONVERSATION:
+            if isinstance(kind, str) and kind not in BOOKKEEPING:
+                self.unknown[kind[:60]] = self.unknown.get(kind[:60], 0) + 1
             return
         uuid = line.get("uuid")
         if isinstance(uuid, str):
@@ -409,6 +412,9 @@ def read(source: Source, options: Options) -> Iterator[Parsed]:
         for value in values or ():
             if isinstance(value, dict):
                 f.add(value)
+    if f.unknown:
+        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(f.unknown.items()))
+        yield Parsed("file", notice=f"skipped lines of a type this version does not read: {kinds}")
     for parsed in f.sessions(options):
         if parsed.doc is not None:
             parsed.hints = source.hints  # the checks its lines call for, no more (validate_session)

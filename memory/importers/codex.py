@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import orjson
+
 from .base import Format, Options, Parsed, block_text, mcp_name
 from .responses import Items
 from .source import Source
@@ -54,12 +56,17 @@ def _older_line(v) -> bool:
 
 
 def sniff(source: Source) -> bool:
+    """Every line a `{type, payload}` record, and either all of known types or the first the session's meta: a
+    newer Codex that writes a line of a type this reader does not know still writes a rollout (read, that line
+    named as skipped)."""
     values = [v for v in source.head_values() if v is not None]
     if values and _older_meta(values[0]):
         return all(_older_line(v) for v in values[1:])
-    return bool(values) and all(
-        isinstance(v, dict) and v.get("type") in LINE_TYPES and isinstance(v.get("payload"), dict) for v in values
-    )
+    if not values or not all(
+        isinstance(v, dict) and isinstance(v.get("type"), str) and isinstance(v.get("payload"), dict) for v in values
+    ):
+        return False
+    return values[0]["type"] == "session_meta" or all(v["type"] in LINE_TYPES for v in values)
 
 
 class _Rollout(Items):
@@ -156,6 +163,14 @@ class _Rollout(Items):
         )
 
 
+def _identity(payload) -> str:
+    """A payload as comparable text (its JSON with sorted keys): two writes of one line give the same."""
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return repr(payload)
+
+
 def _older(r: _Rollout, line: dict) -> None:
     """A line of the older layout (OLDER_ITEMS): its meta line, or an item as a response_item's payload."""
     ts = line.get("timestamp")
@@ -171,6 +186,8 @@ def _older(r: _Rollout, line: dict) -> None:
 
 def read(source: Source, options: Options) -> Iterator[Parsed]:
     r = _Rollout()
+    seen: set[tuple] = set()
+    unknown: dict[str, int] = {}
     for number, values, error in source.values():
         if error is not None:
             yield Parsed(f"line {number}", notice=f"skipped, {error}" if values is None else error)
@@ -178,6 +195,16 @@ def read(source: Source, options: Options) -> Iterator[Parsed]:
                 continue
         for line in values or ():
             if not isinstance(line, dict):
+                continue
+            # A line written twice (a replayed append, a copied tail) is the same line: its time and payload say so
+            # (Codex's calls and messages carry no id of their own that every line has).
+            identity = (line.get("timestamp"), line.get("type"), _identity(line.get("payload")))
+            if line.get("timestamp") is not None:
+                if identity in seen:
+                    continue
+                seen.add(identity)
+            if isinstance(line.get("payload"), dict) and line.get("type") not in LINE_TYPES:
+                unknown[str(line.get("type"))[:60]] = unknown.get(str(line.get("type"))[:60], 0) + 1
                 continue
             if not isinstance(line.get("payload"), dict):
                 _older(r, line)
@@ -195,6 +222,9 @@ def read(source: Source, options: Options) -> Iterator[Parsed]:
                 r.event(p, ts)
             elif kind == "compacted" and isinstance(p.get("message"), str):
                 r.t.say("system", p["message"], ts)
+    if unknown:
+        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(unknown.items()))
+        yield Parsed("file", notice=f"skipped lines of a type this version does not read: {kinds}")
     if not isinstance(r.meta.get("id"), str) or not r.meta["id"]:
         yield Parsed("file", error="no session_meta line with the session id: not a whole Codex rollout")
         return
