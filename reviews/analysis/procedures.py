@@ -104,6 +104,17 @@ def _contains(longer: tuple, shorter: tuple) -> bool:
     return any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
 
 
+def _overlaps(a: tuple, b: tuple) -> bool:
+    """Whether one sequence runs on into the other: a suffix of one is a prefix of the other (a window of the same
+    run, shifted; the rest of the run, past the longest window, is a procedure of its own only where it no longer
+    repeats a step of the first)."""
+    for x, y in ((a, b), (b, a)):
+        for k in range(1, min(len(x), len(y)) + 1):
+            if x[len(x) - k :] == y[:k]:
+                return True
+    return False
+
+
 def _within_work(hits: list[dict], per_work: Counter) -> bool:
     work = Counter((h["session"].get("agent"), h["session"].get("task")) for h in hits)
     (pair, count), *_ = work.most_common(1)
@@ -166,6 +177,11 @@ def recurring_procedures(
     accepted: list[tuple] = []
     for gram in candidates:
         if any(_contains(a, gram) for a in accepted):
+            continue
+        # A run longer than MAX_STEPS recurs as several windows, each shifted by a step or two: one procedure (the
+        # first, longest, best supported window), not one skill per window.
+        mine = {id(h["session"]) for h in support[gram]}
+        if any(_overlaps(a, gram) and mine <= {id(h["session"]) for h in support[a]} for a in accepted):
             continue
         accepted.append(gram)
     accepted.sort(key=lambda g: (-len(support[g]), -len(g), g))
