@@ -292,6 +292,10 @@ OBJECT_ROUTES: dict[str, tuple[str, object]] = {
         P,
         lambda w: [("/skills/xylo-team/xylo-skill/revert/1/", "/skills/no-such-team/xylo-skill/revert/1/")],
     ),
+    "skills/<slug:team>/<slug:name>/status/": (
+        P,
+        lambda w: [("/skills/xylo-team/xylo-skill/status/", "/skills/no-such-team/xylo-skill/status/")],
+    ),
     "skills/<slug:team>/<slug:name>/files/<path:path>": (
         P,
         lambda w: [("/skills/xylo-team/xylo-skill/files/README.md", "/skills/no-such-team/xylo-skill/files/README.md")],
