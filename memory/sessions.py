@@ -782,7 +782,8 @@ def _grow(team, session: CleanSession, stored: tuple) -> bool:
     """Replace the stored session by its longer self, only if the row still holds what was compared (another writer
     may have grown it meanwhile: then this is a conflict to report, not a write to lose)."""
     fields = session.fields
-    grown = {name: json_value(fields.get(name)) for name in ("model", "outcome", "ended_at", "metadata", "events")}
+    kept = ("model", "outcome", "ended_at", "metadata", "events", "event_count", "size_bytes")
+    grown = {name: json_value(fields.get(name)) for name in kept if name in fields}
     grown["fingerprint"] = fingerprint(fields)
     with transaction.atomic():
         row = (

@@ -51,11 +51,13 @@ def stored():
 
 def test_a_session_pushed_again_with_more_events_grows(world, keys):
     assert push(keys.full, doc(1)).status_code == 201
+    first_size = stored().size_bytes
     r = push(keys.full, doc(3, outcome="success", ended_at="2026-11-30T10:20:00Z"))
     assert r.status_code == 200, r.json()
     assert r.json()["grown"] == 1 and r.json()["results"][0]["status"] == "grown"
     s = stored()
     assert len(s.events) == 9 and s.outcome == "success" and s.ended_at is not None
+    assert s.event_count == 9 and s.size_bytes > first_size  # what the session list shows is the whole session
     # the fingerprint is the whole session's: a copy of it under another id is known as one
     push(keys.full, doc(3, outcome="success", ended_at="2026-11-30T10:20:00Z", external_id="copy-of-it"))
     assert s.fingerprint and s.fingerprint == AgentSession.objects.get(external_id="copy-of-it").fingerprint
