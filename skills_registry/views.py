@@ -6,6 +6,8 @@ the rules live in skills_registry.services.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
@@ -135,23 +137,34 @@ def skill_diff(request, team: str, name: str):
     return render(request, "skills_registry/diff.html", context)
 
 
+def _change(request, nothing: str, write: Callable[[], Skill]) -> Skill | None:
+    """Run a reviewer's change of a skill; on a stale base or an invalid result, say so and return None (the caller
+    goes back to the page the change was made from)."""
+    try:
+        return write()
+    except StaleSkillWrite:
+        messages.error(request, f"The skill changed while you were looking at it; nothing was {nothing}. Look again.")
+    except InvalidSkill as exc:
+        messages.error(request, str(exc))
+    return None
+
+
 @login_required
 @require_POST
 def skill_revert(request, team: str, name: str, number: int):
     skill = _skill(request, team, name, role=Role.REVIEWER)
-    try:
-        skill = revert_skill(
+    skill = _change(
+        request,
+        "reverted",
+        lambda: revert_skill(
             skill,
             to_number=number,
             base_hash=request.POST.get("base_hash") or None,
             author=Author.person(request.user),
             reason=request.POST.get("reason", "").strip()[:500],
-        )
-    except StaleSkillWrite:
-        messages.error(request, "The skill changed while you were looking at it; nothing was reverted. Look again.")
-        return redirect("skills_registry:versions", team=team, name=name)
-    except InvalidSkill as exc:
-        messages.error(request, str(exc))
+        ),
+    )
+    if skill is None:
         return redirect("skills_registry:versions", team=team, name=name)
     messages.success(request, f"Reverted {skill.name} to version {number}; that is now version {skill.version}.")
     return redirect("skills_registry:versions", team=skill.team.slug, name=skill.name)
@@ -168,13 +181,10 @@ def skill_status(request, team: str, name: str):
     if change is None:
         messages.error(request, "Say publish or unpublish.")
         return redirect("skills_registry:detail", team=team, name=name)
-    try:
-        skill = change(skill, base_hash=request.POST.get("base_hash") or None, author=Author.person(request.user))
-    except StaleSkillWrite:
-        messages.error(request, "The skill changed while you were looking at it; nothing was changed. Look again.")
-        return redirect("skills_registry:detail", team=team, name=name)
-    except InvalidSkill as exc:
-        messages.error(request, str(exc))
+    base_hash = request.POST.get("base_hash") or None
+    author = Author.person(request.user)
+    skill = _change(request, "changed", lambda: change(skill, base_hash=base_hash, author=author))
+    if skill is None:
         return redirect("skills_registry:detail", team=team, name=name)
     if action == "unpublish":
         messages.success(request, f"{skill.name} is withdrawn: agents no longer get it. Publish it to serve it again.")
