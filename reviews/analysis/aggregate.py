@@ -38,6 +38,8 @@ MAX_LEADERS = 24  # leaders kept per candidate block
 MAX_MEMBERS = 4  # representatives of one cluster per candidate block
 MAX_EVIDENCE_PER_SESSION = 3
 MAX_ISOLATED = 500
+# The reason a recurring lesson is on record, not proposed, when the step it corrects is a skill's (_draft).
+IN_SKILL = "the step it corrects is written in a skill: proposed as that skill's update"
 
 FAMILY = {
     "corrected_command": "fix",
@@ -1166,6 +1168,9 @@ def _aggregate(
         draft = _draft(c, by_index, n, index, min_sessions, agent_tasks, result)
         _drafted(c)
         del by_index
+        if isinstance(draft, str):  # on record for that reason, not proposed
+            isolated.append((c, draft))
+            continue
         if draft is None:
             continue
         _finish(draft, index, store_kind, allowed)
@@ -1178,9 +1183,7 @@ def _aggregate(
 
     # Only the most prevalent isolated patterns are written out (redacting each one costs a few regexes).
     isolated.sort(key=lambda ci: (-len(ci[0].sessions), ci[0].leader.key))
-    # (after the rows drafting set aside: a lesson given to a skill's update)
-    drafted_aside = result.isolated
-    result.isolated = [_isolated_row(c, findings, reason) for c, reason in isolated[:MAX_ISOLATED]] + drafted_aside
+    result.isolated = [_isolated_row(c, findings, reason) for c, reason in isolated[:MAX_ISOLATED]]
     result.proposals.sort(key=lambda d: (-d.prevalence_sessions, d.operation, d.signature))
     return result
 
@@ -1332,7 +1335,7 @@ def _known_or_stale_entry(c: Cluster, index: MemoryIndex, agent: str | None) -> 
     return ("stale", stale) if stale is not None else ("new", None)
 
 
-def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result) -> ProposalDraft | None:
+def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result) -> ProposalDraft | str | None:
     k = len(c.sessions)
     scope_agent, scope_task = _scope(c, sessions, agent_tasks)
     state, entry, swap = _known_or_stale(c, index, scope_agent)
@@ -1345,19 +1348,8 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
     ):
         # The failing step is written in a skill: the skill's update fixes it there (reviews.analysis.skills), so
         # one lesson is one card, not a memory entry beside the skill that still says the wrong thing.
-        result.isolated.append(
-            {
-                "kind": first.get("kind"),
-                "key": redact(c.leader.key),
-                "summary": redact(first.get("summary") or ""),
-                "sessions": k,
-                "supporting_sessions": sorted({str(sessions[i].external_id) for i in c.sessions})[:20],
-                "reason": "the step it corrects is written in a skill: proposed as that skill's update",
-            }
-        )
-        return None
+        return IN_SKILL
     if state == "known":
-        first = c.items[0][1]
         result.reinforced.append(
             {
                 "key": entry.key if entry else None,
