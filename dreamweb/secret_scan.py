@@ -187,7 +187,11 @@ _VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]*=")  # an environment variable, by
 LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{20,}(?![\w/.-])")
 # In a text that talks about credentials, a longish token mixing letters and digits is the credential.
 CREDENTIAL_WORDS = re.compile(
-    r"(?i)\b(?:key|token|secret|password|passwd|pwd|pw|passwort|credential|creds|api|auth|bearer|login|dsn)s?\b"
+    r"(?i)\b(?:key|token|secret|password|passwd|pwd|pw|passwort|credential|creds|api|auth|bearer|login|dsn"
+    # a personal access token, a shared-access signature, one-time and signing secrets; and the same words in the
+    # languages teams write in (Schlüssel, Kennwort, clé, jeton, clave, contraseña, chave, senha, sleutel)
+    r"|pat|sas|otp|totp|hmac|jwt|passkey|passphrase|kennwort|schl[üu]ssel|zugangsdaten|cl[ée]|jeton|clave|"
+    r"contrase[ñn]a|chave|senha|sleutel|wachtwoord)s?\b"
 )
 CONTEXT_TOKEN = re.compile(
     r"(?<![\w/.@:-])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{12,}(?![\w/.@-])"
@@ -300,7 +304,20 @@ def _looks_random(tok: str) -> bool:
     # `X-Api-Version=2024-01`, `src/UserProfile2/index`) are settings or paths, not keys: a key has a part that mixes
     # cases and digits at random (`wJalrXUtnFEMI/K7MDENG/...`).
     parts = [p for p in re.split(r"[-_=+/.]+", tok) if p]
-    return not all(re.fullmatch(r"[a-z]+|[A-Z]+|(?:[A-Z]?[a-z]+)+\d*|\d+", p) for p in parts)
+    return not all(re.fullmatch(r"[a-z]+|[A-Z]+|(?:[A-Z]?[a-z]+)+\d*|\d+", p) or _camel_name(p) for p in parts)
+
+
+# A name made of words with numbers between them (`buildWindows64Player`, `enableHttp2Push`, `IPv6OnlyMode`): each
+# word at least two lower-case letters after its capitals, numbers short, the pieces long on average. A key's
+# characters fall at random and leave lone letters (`wJalrXUtnFEMI` has `w`, `X`, `F`...).
+_CAMEL_PIECE = re.compile(
+    r"[A-Z]*[a-z]{2,}|[A-Z]{2,}(?![a-z])|[A-Z]{2,}[a-z](?=\d)|[A-Z](?=\d)|\d{1,4}[a-z]{0,2}(?![a-z])"
+)
+
+
+def _camel_name(part: str) -> bool:
+    pieces = _CAMEL_PIECE.findall(part)
+    return "".join(pieces) == part and len(part) >= 3 * len(pieces)
 
 
 def _url_secrets(text: str) -> list[tuple[str, int, int]]:

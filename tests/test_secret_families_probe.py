@@ -350,8 +350,6 @@ NOT_SECRETS: list[tuple[str, str]] = [
 KNOWN_GAPS = frozenset(
     {
         "bare lowercase hex key:64",
-        "acronym+digit identifier:11",
-        "acronym+digit identifier:12",
         "target triple near a credential word:47",
         "hash as cache key:49",  # kept flagged: `cache key <hex>` reads as `staging key <hex>`, a key
     }

@@ -245,9 +245,18 @@ def notes_alike(a_anc, a_sal, b_anc, b_sal) -> bool:
     if any("/" in x or "." in x for x in a_anc & b_anc):
         # A shared URL, host or path is a strong anchor: one shared word is enough ("send X to U" ~ "upload X to U").
         return common >= 1 and nz.overlap(a_sal, b_sal) >= 0.3
+    if a_anc == b_anc and any(_CODE.fullmatch(x) for x in a_anc):
+        # The same codes and nothing else (`GRCh38` and `hg19`, `ORA-01555`): as strong as a shared path, when no
+        # other number or code tells the two apart; the rest of the words vary most in notes written in another
+        # language, where fewer of them survive as content words.
+        return common >= 1 and nz.overlap(a_sal, b_sal) >= 0.25
     if a_anc and b_anc:
         return common >= 2 and nz.overlap(a_sal, b_sal) >= 0.3
     return common >= 2 and nz.overlap(a_sal, b_sal) >= 0.5
+
+
+# An identifier that mixes letters and digits (an assembly, an error code, a model name), not a bare number.
+_CODE = re.compile(r"(?=[^\d]*\d)(?=\d*[a-z])[a-z0-9_-]{4,}")
 
 
 def bucket_key(f: Mapping) -> tuple[str, str]:

@@ -43,6 +43,36 @@ STOPWORDS = frozenset(
     make sure""".split()  # noqa: SIM905
 )
 
+# Function words of the other languages teams write notes in (German, French, Spanish, Italian, Portuguese, Dutch):
+# a German or French paraphrase shares its articles and prepositions with any other note in that language, so they
+# say nothing about which fact a note states. Negations are here too, as in English: polarity is read apart
+# (``negated``).
+FOREIGN_STOPWORDS = frozenset(
+    """der die das dem den des ein eine einen einem einer eines und oder aber auf aus bei mit nach von vor zu zum zur
+    im ins am als wie wenn dann noch nur schon sehr auch ist sind sein seine wird werden wurde hat haben kann muss
+    soll sollte es er sie wir ihr ich du sich uns immer hier dort gegen ohne durch für über unter dass damit denn weil
+    ob nicht nichts nie niemals kein keine keinen keiner mehr bitte erst alle jede jeder jedes diese dieser dieses
+    le la les un une des du de et ou mais donc car ni que qui dont où ce cet cette ces son sa ses leur leurs il elle
+    ils elles nous vous on je tu te se lui au aux dans par pour sur sous avec sans chez entre est sont être été
+    avoir ont pas plus ne jamais toujours très aussi tout tous toute toutes comme si doit faut
+    el los las una unos unas del al y o pero en con sin por para es son ser está están estar se su sus lo le les
+    este esta estos estas ese esa muy más siempre nunca también como cuando donde hay ya solo sólo antes después
+    il lo gli di da su tra fra ma che non è sono essere sempre mai anche della dei delle alla nel nella
+    os um uma do da dos das em na nas não são estar também
+    het een van op voor naar bij zijn niet nooit altijd ook wel geen te om""".split()  # noqa: SIM905
+)
+
+# Words a paraphrase swaps for one another ("wipe the cache" ~ "delete the cache" ~ "clear the cache"), each form
+# read as the family's first word; and a redo as the doing ("rebuild" ~ "build").
+_SYNONYMS = {
+    form: family[0]
+    for family in (("delete", "remove", "wipe", "erase", "purge", "clear"),)
+    for word in family
+    for form in (word, word + "s", word + "d" if word.endswith("e") else word + "ed",
+                 (word[:-1] if word.endswith("e") else word) + "ing")
+} | {"rebuild": "build", "rebuilds": "build", "rebuilt": "build", "rerun": "run", "reruns": "run",
+     "reinstall": "install", "reinstalls": "install", "reinstalled": "install"}  # fmt: skip
+
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ed", "es", "ly", "s")
 
 
@@ -66,6 +96,7 @@ def stem(word: str) -> str:
     "approved", "minute" ~ "minutes" ~ "min")."""
     w = word.lower().strip("'-_")
     w = _ABBREVIATIONS.get(w, w)
+    w = _SYNONYMS.get(w, w)
     for suf in _SUFFIXES:
         if w.endswith(suf) and len(w) - len(suf) >= 4:
             w = w[: -len(suf)]
@@ -123,6 +154,19 @@ def is_web_anchor(anchor: str) -> bool:
 
 
 _UNIT = re.compile(r"^(\d+(?:\.\d+)?)(?:st|nd|rd|th|ms|s|sec|m|min|mins|h|hr|hrs|d|w|k|kb|mb|gb|tb|pb|x|am|pm)$")
+
+
+def _id_parts(i: str) -> list[str]:
+    """An identifier glued to ordinary words (`GRCh38-Analysis-Set`, `hg19-Dateien`, `node18-images`) is the
+    identifier: the words are what a sentence says of it, and another wording says them apart (`hg19` ~ `hg19-BAMs`).
+    Codes made only of short parts and numbers (`LUM-2290`, `x86-64`, `py3-dev`) stay whole."""
+    if "-" not in i:
+        return [i]
+    parts = i.split("-")
+    coded = [p for p in parts if any(c.isdigit() for c in p) and any(c.isalpha() for c in p)]
+    if coded and any(p.isalpha() and len(p) >= 4 for p in parts):
+        return coded
+    return [i]
 
 
 def _norm_id(i: str) -> str:
@@ -185,7 +229,7 @@ def anchors(text: str) -> frozenset[str]:
         out.add(h)
     rest = HOST_RE.sub(" ", rest)
     for i in ID_RE.findall(rest):
-        out.add(_norm_id(i.lower()))
+        out.update(_norm_id(part) for part in _id_parts(i.lower()))
     rest = ID_RE.sub(" ", rest)
     for n in NUM_RE.findall(rest):
         out.add(_norm_num(n))
@@ -246,17 +290,27 @@ def words(text: str) -> list[str]:
 
 @lru_cache(maxsize=65536)
 def salient(text: str) -> frozenset[str]:
-    """Stemmed content words without stop words, URLs, paths or numbers."""
+    """Stemmed content words without stop words, URLs, paths or numbers; words of any script (``zulässige`` is one
+    word, not ``zul`` and ``ssige``)."""
     text = URL_RE.sub(" ", text or "")
     text = PATH_RE.sub(" ", text)
     out = set()
-    for w in words(text):
-        if w in STOPWORDS or len(w) < 2 or any(ch.isdigit() for ch in w) or NUMBER_WORD_RE.fullmatch(w):
+    for w in LETTER_WORD_RE.findall(text):
+        w = w.lower()
+        if _stop(w) or len(w) < 2 or any(ch.isdigit() for ch in w) or NUMBER_WORD_RE.fullmatch(w):
             continue
         for part in re.split(r"[-_']", w):
-            if part and part not in STOPWORDS and len(part) > 1:
+            if part and not _stop(part) and len(part) > 1:
                 out.add(stem(part))
     return frozenset(out)
+
+
+# A word in any script: letters first and last, digits, `'`, `-` and `_` inside.
+LETTER_WORD_RE = re.compile(r"[^\W\d_](?:[\w'’-]*[^\W_])?")
+
+
+def _stop(word: str) -> bool:
+    return word in STOPWORDS or word in FOREIGN_STOPWORDS
 
 
 def jaccard(a, b) -> float:

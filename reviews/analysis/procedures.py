@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from .findings import recurs
 from .normalize import localizer
-from .tools import SHELL_TOOLS, main_argument
+from .tools import SHELL_TOOLS, call_text, main_argument
 
 MIN_STEPS = 3
 MAX_STEPS = 8
@@ -90,7 +90,7 @@ def procedure_steps(events: Sequence[dict], metadata: dict | None = None) -> lis
         else:
             if READ_ONLY_TOOLS.search(name):
                 continue
-            text = f"{name} {arg}".strip()
+            text = call_text(name, arg)
         text = local(text)
         step = normalize_step(text)
         if steps and steps[-1]["step"] == step:

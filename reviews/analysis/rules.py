@@ -26,7 +26,7 @@ from dreamweb import screening
 from . import normalize as nz
 from .findings import AnalysisResult, evidence, make_finding, plural, trim
 from .risk import INJECTION, REDACTED, has_secret, redact, secret_kinds
-from .tools import SHELL_TOOLS, main_argument
+from .tools import SHELL_TOOLS, call_text, main_argument
 
 WEB_TOOLS = re.compile(r"web|browse|browser|fetch|http|url|crawl|scrape|internet|download", re.I)
 # Names that say the result is internet content, whatever else the tool does (web_search, browser_open, http_get).
@@ -90,7 +90,7 @@ class Action:
     @property
     def text(self) -> str:
         """How the action reads in a lesson: the command itself for a shell, `tool argument` otherwise."""
-        return self.arg if self.shell else f"{self.name} {self.arg}".strip()
+        return self.arg if self.shell else call_text(self.name, self.arg)
 
     @property
     def web(self) -> bool:

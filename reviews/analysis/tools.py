@@ -41,3 +41,14 @@ def main_argument(arguments: dict) -> str | None:
         if isinstance(value, str) and value.strip():
             return value
     return None
+
+
+def call_text(name: str, arg: str) -> str:
+    """How a non-shell call reads in a lesson: ``tool argument``, except that an argument which is already a command
+    line naming the tool (a CLI wrapped as a tool: ``kubectl`` called with ``kubectl get pods``) is not prefixed
+    with its name again, so that the lesson reads as the command the person and the memory write."""
+    arg = arg.strip()
+    first = arg.split(None, 1)[0] if arg else ""
+    if name and first.lower() == name.lower():
+        return arg
+    return f"{name} {arg}".strip()
