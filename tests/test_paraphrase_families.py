@@ -106,24 +106,25 @@ def test_verbs_a_paraphrase_swaps_are_one_word(a, b):
     assert nz.salient(a) == nz.salient(b)
 
 
-def _wrapped_cli_session(i: int):
+def _wrapped_cli_session(i: int, tool: str = "kubectl"):
     s = S(f"k-{i}", "ops-bot", "deploy").say("user", "Check the pods.")
     s.doc["events"].append(
-        {"type": "tool_call", "id": "c1", "name": "kubectl", "arguments": {"command": "kubectl get pods -n legacy"}}
+        {"type": "tool_call", "id": "c1", "name": tool, "arguments": {"command": "kubectl get pods -n legacy"}}
     )
     s.doc["events"].append(
         {"type": "tool_result", "call_id": "c1", "is_error": True, "content": f'namespace "legacy" not found ({i})'}
     )
     s.doc["events"].append(
-        {"type": "tool_call", "id": "c2", "name": "kubectl", "arguments": {"command": "kubectl get pods -n apps"}}
+        {"type": "tool_call", "id": "c2", "name": tool, "arguments": {"command": "kubectl get pods -n apps"}}
     )
     s.doc["events"].append({"type": "tool_result", "call_id": "c2", "content": f"web-{i} Running"})
     return s.doc
 
 
-def test_a_cli_wrapped_as_a_tool_reads_as_its_command_and_updates_the_entry_that_names_it():
+@pytest.mark.parametrize("tool", ["kubectl", "mcp__ops__kubectl", "functions.kubectl"])
+def test_a_cli_wrapped_as_a_tool_reads_as_its_command_and_updates_the_entry_that_names_it(tool):
     entry = mem("pods", "List the pods with `kubectl get pods -n legacy`.", agent="ops-bot")
-    res = run([_wrapped_cli_session(i) for i in range(4)], memory=[entry])
+    res = run([_wrapped_cli_session(i, tool) for i in range(4)], memory=[entry])
     (p,) = res.proposals
     assert p.operation == "update" and p.targets == ["pods"]
-    assert "kubectl get pods -n apps" in p.content and "kubectl kubectl" not in p.content
+    assert "kubectl get pods -n apps" in p.content and "kubectl kubectl" not in p.content and "__" not in p.content

@@ -46,9 +46,12 @@ def main_argument(arguments: dict) -> str | None:
 def call_text(name: str, arg: str) -> str:
     """How a non-shell call reads in a lesson: ``tool argument``, except that an argument which is already a command
     line naming the tool (a CLI wrapped as a tool: ``kubectl`` called with ``kubectl get pods``) is not prefixed
-    with its name again, so that the lesson reads as the command the person and the memory write."""
+    with its name again (nor with its MCP server's: ``mcp__ops__kubectl``), so that the lesson reads as the command
+    the person and the memory write."""
     arg = arg.strip()
     first = arg.split(None, 1)[0] if arg else ""
-    if name and first.lower() == name.lower():
+    # the tool's own name without its server or namespace (`mcp__tools__esign`, `functions.kubectl`)
+    own = re.split(r"__|[./:]", name)[-1] if name else ""
+    if own and first.lower() == own.lower():
         return arg
     return f"{name} {arg}".strip()
