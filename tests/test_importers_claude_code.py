@@ -139,8 +139,8 @@ def test_text_the_cli_wrote_is_system_text_not_the_persons():
         ("system", "/review PR 12"),
         ("system", "# Review Command\nRev"),
         ("system", "<local-command-cavea"),
-        ("system", "<local-command-stdou"),
-        ("system", "<bash-input>git stat"),
+        ("system", "Catch you later!"),  # the CLI's tags go, what they hold stays
+        ("system", "! git status"),
         ("system", "This session is bein"),
         ("user", "please use the stagi"),
         ("assistant", "OK."),

@@ -29,6 +29,7 @@ ATTACHED = {
 # conversation holding one is Anthropic's, whatever else it looks like. An image is Anthropic's when it has a `source`.
 ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "mcp_tool_use"}
 ANTHROPIC_BLOCKS |= {"mcp_tool_result", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result"}
+ANTHROPIC_BLOCKS |= {"bash_code_execution_tool_result", "text_editor_code_execution_tool_result"}
 ANTHROPIC_BLOCKS |= set(ATTACHED)
 
 
@@ -55,6 +56,24 @@ def looks_anthropic(doc) -> bool:
         if isinstance(m.get("content"), list)
         for b in m["content"]
     )
+
+
+def server_outcome(content) -> tuple[str | None, int | None, bool]:
+    """How a tool the API ran ended, from its result object: an error object (`web_search_tool_result_error`,
+    `bash_code_execution_tool_result_error`: its code is the output, and it failed), or a code execution's result
+    (stdout and stderr, its return code). (None, None, False) for any other content."""
+    if not isinstance(content, dict):
+        return None, None, False
+    kind = str(content.get("type") or "")
+    if kind.endswith("_error"):
+        code = content.get("error_code")
+        return f"error: {code}" if isinstance(code, str) and code else "error", None, True
+    if "return_code" in content or "stdout" in content or "stderr" in content:
+        printed = [content[k] for k in ("stdout", "stderr") if isinstance(content.get(k), str) and content[k].strip()]
+        rc = content.get("return_code")
+        rc = rc if isinstance(rc, int) and not isinstance(rc, bool) else None
+        return "\n".join(p.rstrip("\n") for p in printed), rc, rc not in (None, 0)
+    return None, None, False
 
 
 def sniff(source: Source) -> bool:
@@ -96,7 +115,9 @@ def convert(doc, options: Options) -> dict:
             elif isinstance(kind, str) and kind.endswith("tool_result"):
                 flush()
                 # Without is_error (an application that never sets it), the content may still say how it ended.
-                output, code, failed = reported_outcome(block_text(block.get("content")))
+                output, code, failed = server_outcome(block.get("content"))
+                if output is None:
+                    output, code, failed = reported_outcome(block_text(block.get("content")))
                 t.result(
                     str(block.get("tool_use_id") or ""),
                     output,

@@ -145,11 +145,28 @@ def block_text(content, *, image: str = "[image]") -> str:
             kind = block.get("type")
             if isinstance(block.get("text"), str):
                 parts.append(block["text"])
+            elif isinstance(block.get("refusal"), str):
+                parts.append(block["refusal"])  # an OpenAI refusal part: the assistant's answer, in words
+            elif kind == "search_result":
+                # A search result given to the model: its title and source, then its text.
+                head = " ".join(
+                    x
+                    for x in (
+                        block.get("title") if isinstance(block.get("title"), str) else "",
+                        f"({block['source']})" if isinstance(block.get("source"), str) else "",
+                    )
+                    if x
+                )
+                parts.append("\n".join(p for p in (head, block_text(block.get("content"), image=image)) if p))
+            elif kind == "web_fetch_result":
+                # A page the API fetched: its address, then the document it returned.
+                url = block.get("url") if isinstance(block.get("url"), str) else ""
+                parts.append("\n".join(p for p in (url, block_text(block.get("content"), image=image)) if p))
             elif kind in ("document", "input_file", "file"):
                 parts.append(_document_text(block, image))
             elif kind in ("image", "image_url", "input_image"):
                 parts.append(image)
-            elif isinstance(block.get("content"), str | list):
+            elif isinstance(block.get("content"), str | list | dict):
                 parts.append(block_text(block["content"], image=image))
             elif isinstance(block.get("url"), str):
                 # A search result (web_search_result, a citation): its title and address, never its encrypted body.

@@ -56,8 +56,23 @@ EXIT_HEADER = re.compile(r"Exit code (-?\d+)[ \t]*(?:\r?\n|$)")
 COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 # Text the CLI wraps in its own tags (output of local commands, `!` shell input/output, hook text, reminders): the
-# whole message is one hyphenated tag, which a person's prose is not.
-CLI_WRAPPER = re.compile(r"\s*<([a-z]+(?:-[a-z]+)+)>.*</\1>\s*", re.S)
+# whole message is hyphenated tags, one or several in a row (`<bash-stdout>…</bash-stdout><bash-stderr></bash-stderr>`),
+# which a person's prose is not.
+CLI_WRAPPER = re.compile(r"(?:\s*<([a-z]+(?:-[a-z]+)+)>.*?</\1>)+\s*", re.S)
+CLI_TAG = re.compile(r"<([a-z]+(?:-[a-z]+)+)>(.*?)</\1>", re.S)
+
+
+def cli_text(text: str) -> str:
+    """What the CLI's tags hold, without the tags (`<local-command-stdout>Total cost: $0.42</…>` reads "Total cost:
+    $0.42"); `!` shell input keeps its `!`, as it was typed."""
+    parts = []
+    for m in CLI_TAG.finditer(text):
+        body = m.group(2).strip()
+        if body:
+            parts.append("! " + body if m.group(1) == "bash-input" else body)
+    return "\n".join(parts) or text.strip()
+
+
 INTERRUPTED = re.compile(r"\s*\[Request interrupted by user[^\]]*\]\s*")
 # What the CLI adds to tool output: reminders to the model (e.g. after every Read, "consider whether it would be
 # considered malware... you MUST refuse"), and the line numbers of Read ("    12→text").
@@ -282,7 +297,7 @@ class _File:
             stream.t.say("system", text.strip(), ts)
             stream.ending = "abandoned"
         elif CLI_WRAPPER.fullmatch(text):
-            stream.t.say("system", text, ts)
+            stream.t.say("system", cli_text(text), ts)
         else:
             if stream.first_prompt is None:
                 stream.first_prompt = text.strip()

@@ -76,7 +76,10 @@ def _chat(doc, t: Transcript) -> None:
         elif role == "user":
             t.say("user", text, ts)
         elif role == "assistant":
-            t.say("assistant", text or (m.get("refusal") if isinstance(m.get("refusal"), str) else ""), ts)
+            # no text: a refusal, or a spoken answer whose transcript is its words
+            audio = m.get("audio") if isinstance(m.get("audio"), dict) else {}
+            spoken = audio.get("transcript") if isinstance(audio.get("transcript"), str) else ""
+            t.say("assistant", text or (m.get("refusal") if isinstance(m.get("refusal"), str) else "") or spoken, ts)
             for call in m.get("tool_calls") or []:
                 if isinstance(call, dict):
                     fn = call.get("function") if isinstance(call.get("function"), dict) else {}

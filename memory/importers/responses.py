@@ -17,6 +17,7 @@ import shlex
 from dreamweb import input_guard
 
 from .base import Transcript, block_text, clean_text, mcp_name
+from .tool_output import reported_outcome
 
 HEADER_LINE = re.compile(
     r"Chunk ID: .*|Wall time: .*|Original token count: .*|Process exited with code (?P<code>-?\d+)"
@@ -185,6 +186,12 @@ class Items:
 
     def output(self, call_id: str, output, ts) -> None:
         text, code, running = parse_output(output)
+        if code is None and running is None and isinstance(output, str) and text is output:
+            # No exec header: an application's own output, which may say how the call ended as chat tool messages
+            # do (`{"stdout": …, "exit_code": 2}`, `{"error": "…"}`, "Exit code: 1"; memory.importers.tool_output).
+            text, code, failed = reported_outcome(output)
+            if failed:
+                self.failed.add(call_id)
         target = self.polls.get(call_id) or self.writes.get(call_id)
         if running is not None:
             self.processes[running] = target or call_id
