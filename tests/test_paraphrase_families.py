@@ -128,3 +128,76 @@ def test_a_cli_wrapped_as_a_tool_reads_as_its_command_and_updates_the_entry_that
     (p,) = res.proposals
     assert p.operation == "update" and p.targets == ["pods"]
     assert "kubectl get pods -n apps" in p.content and "kubectl kubectl" not in p.content and "__" not in p.content
+
+
+LONG_WORDINGS = [
+    "Heads up for whoever touches the billing exports: the ledger table stores amounts in cents, so every sum in "
+    "the finance report has to be divided by one hundred before it is compared.",
+    "Spent the morning on a report that was off by a factor of a hundred: ledger amounts are cents, and the finance "
+    "report compares them as if they were euros.",
+    "Reminder: ledger amounts are stored as cents; divide by a hundred before any finance report comparison.",
+]
+
+
+def test_long_wordings_of_one_fact_are_one_pattern():
+    res = run(_note_docs(LONG_WORDINGS * 2) + [filler(i) for i in range(4)])
+    assert [p.prevalence_sessions for p in res.proposals] == [6], [p.content for p in res.proposals]
+
+
+def test_long_notes_on_one_topic_that_say_different_things_stay_apart():
+    res = run(
+        _note_docs(
+            [
+                "The ledger table stores amounts in cents; divide by a hundred before any finance report comparison.",
+            ]
+            * 3
+            + [
+                "The ledger table is rebuilt every night at two; finance reports run before that see yesterday's "
+                "rows only.",
+            ]
+            * 3
+        )
+    )
+    assert sorted(p.prevalence_sessions for p in res.proposals) == [3, 3]
+
+
+def _flag_correction(i: int):
+    s = S(f"fl-{i}", "api-dev", "feature")
+    s.call("bash", "./mvnw spring-boot:run -Dspring-boot.run.profiles=dev", f"Started in {i}.2 s")
+    s.say("user", "Locally it's -Dspring-boot.run.profiles=local from now on, not dev.")
+    s.call("bash", "./mvnw spring-boot:run -Dspring-boot.run.profiles=local", f"Started in {i}.4 s")
+    return s.doc
+
+
+def test_a_lesson_names_a_flag_as_the_command_writes_it():
+    (p,) = run([_flag_correction(i) for i in range(4)]).proposals
+    assert "`-Dspring-boot.run.profiles=local`" in p.content and "-dspring" not in p.content
+
+
+def test_a_stale_entry_gets_the_flag_in_its_own_case():
+    entry = mem(
+        "run-local", "Run the app with `./mvnw spring-boot:run -Dspring-boot.run.profiles=dev`.", agent="api-dev"
+    )
+    (p,) = run([_flag_correction(i) for i in range(4)], memory=[entry]).proposals
+    assert p.operation == "update" and "-Dspring-boot.run.profiles=local" in p.content
+    assert "-dspring" not in p.content
+
+
+ERRORS = [
+    "ERROR: failed to pull data from the cloud - Checkout failed for following targets: data/raw/{i}.parquet",
+    "ERROR: unexpected error - AccessDenied when calling GetObject (request id {i})",
+    "WARNING: Some cache files do not exist locally nor on remote: data/interim/{i}.parquet",
+]
+
+
+def _scattered(i: int):
+    s = S(f"sc-{i}", "pipeline-bot", "train")
+    s.call("bash", "dvc pull", ERRORS[i % 3].format(i=i), error=True, exit_code=1)
+    s.call("bash", "dvc pull -r gcs-main", f"{i} files fetched")
+    return s.doc
+
+
+def test_a_fix_whose_errors_differ_says_so_instead_of_scattered_words():
+    (p,) = run([_scattered(i) for i in range(6)]).proposals
+    assert "dvc pull -r gcs-main" in p.content
+    assert "differ from session to session" in p.content and "…" not in p.content

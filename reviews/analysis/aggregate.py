@@ -252,7 +252,14 @@ def notes_alike(a_anc, a_sal, b_anc, b_sal) -> bool:
         return common >= 1 and nz.overlap(a_sal, b_sal) >= 0.25
     if a_anc and b_anc:
         return common >= 2 and nz.overlap(a_sal, b_sal) >= 0.3
-    return common >= 2 and nz.overlap(a_sal, b_sal) >= 0.5
+    # (two long wordings with the same facts, or none: a number one of them adds is another fact)
+    return common >= 2 and nz.overlap(a_sal, b_sal) >= 0.5 or (a_anc == b_anc and _long_alike(common, a_sal, b_sal))
+
+
+def _long_alike(common: int, a_sal, b_sal) -> bool:
+    """Two long wordings of one fact (a war story, a warning, a reminder) share several content words, which are a
+    smaller part of each than in a short note's paraphrase."""
+    return common >= 4 and nz.overlap(a_sal, b_sal) >= 0.4
 
 
 # An identifier that mixes letters and digits (an assembly, an error code, a model name), not a bare number.
@@ -520,6 +527,24 @@ def _shared_wording(texts_by_session: dict[int, str]) -> str:
     # A quotation of one session's words ("the user asked for this: ...") that the others worded differently says
     # nothing once elided: it goes (each session's words stay in the evidence).
     return re.sub(rf'\s*\([^()"]*"[^"]*{ELIDED}[^"]*"[^()]*\)', "", out)
+
+
+# The error clause of a fix's wording ("… `old` fails with: <error>"), as rules._finding_fix writes it.
+_FAILS_WITH = re.compile(r"(?P<head>: `[^`]*` fails with): (?P<error>.*)$", re.S)
+
+
+def _without_scattered_error(content: str) -> str:
+    """A fix whose sessions failed with different errors keeps, once elided, only scattered words of one ("fails
+    with: … Some of the … do not … nor on …"): that reads as nothing. Then it says the errors differ instead (each
+    session's error stays in the evidence)."""
+    m = _FAILS_WITH.search(content)
+    if m is None or ELIDED not in m.group("error"):
+        return content
+    error = m.group("error")
+    kept = [w for w in _TOKEN.findall(error) if w.lower() not in nz.STOPWORDS and len(w) > 2]
+    if len(kept) >= 3 and len(kept) >= 2 * error.count(ELIDED):
+        return content
+    return content[: m.start()] + m.group("head") + " errors that differ from session to session (see the evidence)."
 
 
 _ASKED = re.compile(r'\(the user asked for this: "(.+)"\)\.?\s*$', re.S)
@@ -1401,7 +1426,7 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
             errors = {nz.error_line(x.get("error") or "") for _, x in c.items}
             if f.get("kind") == "tool_failure" or len(errors) > 1:
                 kind = "tool_failure"
-            content = _prep_text(c) or content
+            content = _prep_text(c) or _without_scattered_error(content)
         if fam == "pref":
             content = _with_request(c, content)
         if fam == "where":
@@ -1427,8 +1452,9 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
             fam == "pref" and len(said_old) == 1 and len(said_new) == 1 and _words_re(said_old[0]).search(entry.content)
         ):
             # The user swapped one choice for another: swap it in the entry's own words.
-            content = _words_re(said_old[0]).sub(lambda m: said_new[0], entry.content).rstrip()
-            content += f" (Not `{said_old[0]}`: users corrected this in {k} sessions.)"
+            written = nz.as_written(said_new[0], new)
+            content = _words_re(said_old[0]).sub(lambda m: written, entry.content).rstrip()
+            content += f" (Not `{nz.as_written(said_old[0], old)}`: users corrected this in {k} sessions.)"
         elif fam == "pref":
             content = _rewrite(entry.content, old, new, f"(Users corrected `{old}` to `{new}` in {k} sessions.)")
         rationale = f'Memory entry `{entry.key}` is out of date: it says "{trim(entry.content, 160)}". ' + rationale

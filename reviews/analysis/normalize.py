@@ -568,6 +568,17 @@ def command_words(cmd: str) -> set[str]:
     return out
 
 
+def as_written(word: str, cmd: str) -> str:
+    """A word of ``command_words`` (lower case, for comparing) as the command writes it: a lesson that names a flag or
+    a task must name the one that works (`-Dspring.profiles=local`, `bundleRelease`; not `-dspring…`,
+    `bundlerelease`)."""
+    for t in command_tokens(cmd or ""):
+        t = t.strip("'\"`,;()[]{}")
+        if t.lower() == word:
+            return t
+    return word
+
+
 def shape_words(cmd: str) -> set[str]:
     """The words of a command that say what it does, not what it does it to: the program, its first word after
     that (a subcommand or a target: `switch`, `html`), and its flags; not the operands one session names after them

@@ -819,12 +819,14 @@ def _corrections(actions, messages, served: _Served, used: set[tuple[int, int]])
         if not repeats_served:
             used.add((a.pos, b.pos))
         # Name the choices in the user's words when they used any; else the commands say it.
+        # (the words as the commands write them: a flag's or a task's case is part of it)
+        fmt_old = ", ".join(f"`{nz.as_written(t, a.text)}`" for t in said_old)
         if said_new:
-            fmt_new = ", ".join(f"`{t}`" for t in said_new)
-            lesson = f"Use {fmt_new}, not {', '.join(f'`{t}`' for t in said_old)}" if said_old else f"Use {fmt_new}"
+            fmt_new = ", ".join(f"`{nz.as_written(t, b.text)}`" for t in said_new)
+            lesson = f"Use {fmt_new}, not {fmt_old}" if said_old else f"Use {fmt_new}"
             lesson += f": run `{b.text}` instead of `{a.text}`"
         elif said_old:
-            lesson = f"Do not use {', '.join(f'`{t}`' for t in said_old)}: run `{b.text}` instead of `{a.text}`"
+            lesson = f"Do not use {fmt_old}: run `{b.text}` instead of `{a.text}`"
         else:
             lesson = f"Run `{b.text}` instead of `{a.text}`"
         (served.recurred if repeats_served else out).append(
