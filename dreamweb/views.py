@@ -16,6 +16,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -145,7 +146,17 @@ def revoke_agent_key(request, pk: int):
     key = get_for_user(AgentKey.objects.all(), request.user, role=Role.ADMIN, pk=pk)
     if key.revoked_at is None:
         key.revoke()
-        messages.success(request, f"Key “{key.name}” revoked: agents using it are refused from now on.")
+        # Revoking is final (a revoked key never works again), so the message says so and where the way on is.
+        new_key = reverse("agent-keys", args=[key.team.slug]) + "#new-key-form"
+        messages.success(
+            request,
+            format_html(
+                "Key “{}” revoked: agents using it are refused from now on. This cannot be undone; "
+                '<a href="{}">create a new key</a> for the agents that still need one.',
+                key.name,
+                new_key,
+            ),
+        )
     return redirect("agent-keys", slug=key.team.slug)
 
 
