@@ -7,7 +7,7 @@ from datetime import timedelta
 from django import forms
 from django.utils import timezone
 
-from .models import DEFAULT_SCOPES, Scope
+from .models import DEFAULT_SCOPES, Role, Scope
 
 ALL_STORES, ALL_STORES_LABEL = "*", "Every store that lets agents write"
 
@@ -37,3 +37,19 @@ class AgentKeyForm(forms.Form):
             "writable_stores": self.cleaned_data["writable_stores"],
             "expires_at": timezone.now() + timedelta(days=days) if days else None,
         }
+
+
+class MemberAddForm(forms.Form):
+    """Add an existing account to a team (dreamweb.members.add_member decides; its refusal goes on the identifier)."""
+
+    identifier = forms.CharField(
+        max_length=254,
+        label="Username or e-mail",
+        help_text="Someone who already has an account on this server.",
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.REVIEWER)
+
+    def __init__(self, *args, **kwargs):
+        # Ids of their own: the page's invitation form has a role select too.
+        super().__init__(*args, auto_id="add-%s", **kwargs)

@@ -22,7 +22,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import members as members_service
-from .forms import ALL_STORES, ALL_STORES_LABEL, AgentKeyForm
+from .forms import ALL_STORES, ALL_STORES_LABEL, AgentKeyForm, MemberAddForm
 from .gates import NoTeam, get_for_user, require_role
 from .models import AgentKey, Invitation, Membership, MembershipChange, Role, Team
 
@@ -170,7 +170,7 @@ def members(request, slug: str):
     return _members_page(request, team, membership)
 
 
-def _members_page(request, team, membership, *, invite_link: str = "", status: int = 200):
+def _members_page(request, team, membership, *, invite_link: str = "", add_form=None, status: int = 200):
     is_admin = membership.allows(Role.ADMIN)
     rows = list(Membership.objects.for_team(team).select_related("user").order_by("user__username"))
     admins = sum(1 for m in rows if m.role == Role.ADMIN)
@@ -181,6 +181,7 @@ def _members_page(request, team, membership, *, invite_link: str = "", status: i
         "roles": Role.choices,
         "last_admin": admins == 1,
         "invite_link": invite_link,
+        "add_form": add_form or MemberAddForm(),
     }
     if is_admin:
         context["invitations"] = list(Invitation.objects.for_team(team).open().select_related("created_by"))
@@ -210,13 +211,22 @@ def _member_action(view):
 
 @_member_action
 def add_member(request, team):
-    """Add an existing account by username or e-mail address."""
-    added = members_service.add_member(
-        team, by=request.user, identifier=request.POST.get("identifier", ""), role=request.POST.get("role", "")
-    )
-    messages.success(
-        request, f"{added.user.get_username()} is now a {added.get_role_display().lower()} of {team.name}."
-    )
+    """Add an existing account by username or e-mail address. A refusal (no such account, a member already) comes
+    back as the page itself, the reason at the field and what was typed kept: a redirect would lose both."""
+    form = MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            added = members_service.add_member(team, by=request.user, **form.cleaned_data)
+        except members_service.MemberError as exc:
+            form.add_error("identifier", str(exc))
+            messages.error(request, str(exc))  # announced by the page's live region too
+        else:
+            messages.success(
+                request, f"{added.user.get_username()} is now a {added.get_role_display().lower()} of {team.name}."
+            )
+            return None
+    membership = require_role(request.user, team, Role.ADMIN)
+    return _members_page(request, team, membership, add_form=form, status=400)
 
 
 @_member_action
