@@ -75,7 +75,7 @@ def decision_said(proposal: Proposal) -> str:
         return "someone is applying it right now"
     if done is None:  # superseded, quarantined, rolled back: no one decided it in this sense
         return f"it is {proposal.get_status_display().lower()}"
-    return f"{who} {done}{when}"
+    return f"{who} already {done}{when}"
 
 
 def _claim(proposal_id: int) -> bool:

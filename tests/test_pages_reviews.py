@@ -255,7 +255,7 @@ def test_second_approval_of_the_same_card_applies_once_and_says_so(client, world
 
     body = second.post(reverse("reviews:approve", args=[proposal.pk]), **HTMX).content.decode()
 
-    assert "alice approved it" in body
+    assert "alice already approved it" in body
     assert MemoryVersion.objects.filter(proposal_id=proposal.pk).count() == 1
 
 
