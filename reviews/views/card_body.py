@@ -79,14 +79,13 @@ def target(p, t) -> str:
 
 def _rationale(p, context) -> str:
     """The proposal's page shows the whole rationale (it is the reason to approve); a card in the queue shows its
-    start, and the rest one click away in place (a <details>, no JavaScript needed)."""
+    start and links to that page for the rest (a link, not the text again: the queue stays light)."""
     if not p.rationale:
         return ""
     if context.get("full_evidence") or p.card_rationale == p.rationale:
         return f'<p class="rationale">{esc(p.rationale)}</p>'
     return (
-        f'<p class="rationale">{esc(p.card_rationale)}</p><details class="rationale-more"><summary>Read the whole '
-        f'rationale</summary><p class="rationale">{esc(p.rationale)}</p></details>'
+        f'<p class="rationale">{esc(p.card_rationale)} <a href="{esc(p.card_urls["proposal"])}">whole rationale</a></p>'
     )
 
 
