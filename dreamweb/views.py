@@ -226,7 +226,7 @@ def add_member(request, team):
             )
             return None
     membership = require_role(request.user, team, Role.ADMIN)
-    return _members_page(request, team, membership, add_form=form, status=400)
+    return _members_page(request, team, membership, add_form=form)
 
 
 @_member_action
