@@ -10,6 +10,7 @@ from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 
 from . import rls
+from .forms import with_browser_limits
 from .models import AgentKey, Membership, Team
 from .services import create_team
 
@@ -30,6 +31,10 @@ class MemberTeamsOnly:
 
     def get_queryset(self, request):
         return of_member_teams(super().get_queryset(request), request.user)
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        # The browser's min/max from the model's validators, as on the pages (dreamweb.forms.with_browser_limits).
+        return with_browser_limits(super().formfield_for_dbfield(db_field, request, **kwargs), db_field)
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         field = super().formfield_for_foreignkey(db_field, request, **kwargs)

@@ -5,11 +5,37 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils import timezone
 
-from .models import DEFAULT_SCOPES, Scope
+from .models import DEFAULT_SCOPES, Role, Scope
 
 ALL_STORES, ALL_STORES_LABEL = "*", "Every store that lets agents write"
+
+
+def with_browser_limits(formfield, db_field):
+    """``formfield`` with the browser's min/max taken from the model field's own MinValueValidator/MaxValueValidator.
+    A PositiveIntegerField's form field says min="0" whatever its validators say ("at least 1"): the spinner would
+    offer what the server refuses. Only the widget's attributes are set, so the server's refusal keeps the words of
+    the model's validator (one rule, one message)."""
+    if formfield is None or not isinstance(formfield.widget, forms.NumberInput):
+        return formfield
+    for validator in db_field.validators:
+        limit = validator.limit_value
+        if callable(limit):
+            continue
+        if isinstance(validator, MinValueValidator):
+            now = formfield.widget.attrs.get("min")
+            formfield.widget.attrs["min"] = limit if now is None else max(limit, now)
+        elif isinstance(validator, MaxValueValidator):
+            now = formfield.widget.attrs.get("max")
+            formfield.widget.attrs["max"] = limit if now is None else min(limit, now)
+    return formfield
+
+
+def formfield_with_limits(db_field, **kwargs):
+    """A ModelForm's ``formfield_callback``: the default form field, with with_browser_limits."""
+    return with_browser_limits(db_field.formfield(**kwargs), db_field)
 
 
 class AgentKeyForm(forms.Form):
@@ -37,3 +63,19 @@ class AgentKeyForm(forms.Form):
             "writable_stores": self.cleaned_data["writable_stores"],
             "expires_at": timezone.now() + timedelta(days=days) if days else None,
         }
+
+
+class MemberAddForm(forms.Form):
+    """Add an existing account to a team (dreamweb.members.add_member decides; its refusal goes on the identifier)."""
+
+    identifier = forms.CharField(
+        max_length=254,
+        label="Username or e-mail",
+        help_text="Someone who already has an account on this server.",
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.REVIEWER)
+
+    def __init__(self, *args, **kwargs):
+        # Ids of their own: the page's invitation form has a role select too.
+        super().__init__(*args, auto_id="add-%s", **kwargs)

@@ -16,12 +16,13 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import members as members_service
-from .forms import ALL_STORES, ALL_STORES_LABEL, AgentKeyForm
+from .forms import ALL_STORES, ALL_STORES_LABEL, AgentKeyForm, MemberAddForm
 from .gates import NoTeam, get_for_user, require_role
 from .models import AgentKey, Invitation, Membership, MembershipChange, Role, Team
 
@@ -145,7 +146,17 @@ def revoke_agent_key(request, pk: int):
     key = get_for_user(AgentKey.objects.all(), request.user, role=Role.ADMIN, pk=pk)
     if key.revoked_at is None:
         key.revoke()
-        messages.success(request, f"Key “{key.name}” revoked: agents using it are refused from now on.")
+        # Revoking is final (a revoked key never works again), so the message says so and where the way on is.
+        new_key = reverse("agent-keys", args=[key.team.slug]) + "#new-key-form"
+        messages.success(
+            request,
+            format_html(
+                "Key “{}” revoked: agents using it are refused from now on. This cannot be undone; "
+                '<a href="{}">create a new key</a> for the agents that still need one.',
+                key.name,
+                new_key,
+            ),
+        )
     return redirect("agent-keys", slug=key.team.slug)
 
 
@@ -159,7 +170,7 @@ def members(request, slug: str):
     return _members_page(request, team, membership)
 
 
-def _members_page(request, team, membership, *, invite_link: str = "", status: int = 200):
+def _members_page(request, team, membership, *, invite_link: str = "", add_form=None, status: int = 200):
     is_admin = membership.allows(Role.ADMIN)
     rows = list(Membership.objects.for_team(team).select_related("user").order_by("user__username"))
     admins = sum(1 for m in rows if m.role == Role.ADMIN)
@@ -170,6 +181,7 @@ def _members_page(request, team, membership, *, invite_link: str = "", status: i
         "roles": Role.choices,
         "last_admin": admins == 1,
         "invite_link": invite_link,
+        "add_form": add_form or MemberAddForm(),
     }
     if is_admin:
         context["invitations"] = list(Invitation.objects.for_team(team).open().select_related("created_by"))
@@ -199,13 +211,22 @@ def _member_action(view):
 
 @_member_action
 def add_member(request, team):
-    """Add an existing account by username or e-mail address."""
-    added = members_service.add_member(
-        team, by=request.user, identifier=request.POST.get("identifier", ""), role=request.POST.get("role", "")
-    )
-    messages.success(
-        request, f"{added.user.get_username()} is now a {added.get_role_display().lower()} of {team.name}."
-    )
+    """Add an existing account by username or e-mail address. A refusal (no such account, a member already) comes
+    back as the page itself, the reason at the field and what was typed kept: a redirect would lose both."""
+    form = MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            added = members_service.add_member(team, by=request.user, **form.cleaned_data)
+        except members_service.MemberError as exc:
+            form.add_error("identifier", str(exc))
+            messages.error(request, str(exc))  # announced by the page's live region too
+        else:
+            messages.success(
+                request, f"{added.user.get_username()} is now a {added.get_role_display().lower()} of {team.name}."
+            )
+            return None
+    membership = require_role(request.user, team, Role.ADMIN)
+    return _members_page(request, team, membership, add_form=form)
 
 
 @_member_action

@@ -135,14 +135,21 @@ def validate_key(key: str) -> str:
     return key
 
 
-def content_size_problem(content: str) -> str | None:
-    """Whether a text is past the documented size of an entry (DREAMWEB_MAX_ENTRY_BYTES, in UTF-8 bytes): an entry is
-    served inside a prompt's budget and shown on a page, so one of megabytes helps nobody."""
+def content_oversize(content: str) -> tuple[int, int] | None:
+    """(size, limit) in UTF-8 bytes when a text is past the documented size of an entry (DREAMWEB_MAX_ENTRY_BYTES),
+    else None: an entry is served inside a prompt's budget and shown on a page, so one of megabytes helps nobody.
+    The one rule; the API and imports word it with the setting's name (content_size_problem), the pages for people."""
     limit = settings.DREAMWEB_MAX_ENTRY_BYTES
     if len(content) <= limit // 4:  # at most four bytes a character: no need to encode it
         return None
     size = len(content.encode("utf-8", "surrogatepass"))
-    return f"at most {limit} bytes (got {size}; DREAMWEB_MAX_ENTRY_BYTES)" if size > limit else None
+    return (size, limit) if size > limit else None
+
+
+def content_size_problem(content: str) -> str | None:
+    if over := content_oversize(content):
+        return f"at most {over[1]} bytes (got {over[0]}; DREAMWEB_MAX_ENTRY_BYTES)"
+    return None
 
 
 def validate_content(content: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from dreamweb.forms import formfield_with_limits
 from dreamweb.input_guard import parse_id
 
 from .analysis import registry
@@ -180,6 +181,7 @@ class PolicyForm(forms.ModelForm):
         model = AutonomyPolicy
         fields = [*POLICY_FIELDS, *STORE_FIELDS]
         widgets = {"mode": forms.RadioSelect}
+        formfield_callback = formfield_with_limits  # the browser's min/max from the model's validators
         labels = {
             "min_sessions": "Recurrent from (sessions)",
             "min_share": "…and share of analysed sessions (0–1)",

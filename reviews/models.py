@@ -484,6 +484,12 @@ class Proposal(models.Model):
         return f"{self.operation} {self.target_kind} ({self.status})"
 
     @property
+    def title(self) -> str:
+        """How people name the proposal (its card's title, its messages): the keys it changes, or the key an add
+        writes."""
+        return ", ".join(self.targets) if self.targets else self.write_key
+
+    @property
     def write_key(self) -> str:
         """The exact key an approved ``add`` writes (memory.services.new_entry_key): the card shows it, approval
         writes it verbatim, and a key taken meanwhile is a conflict, never a silent "-2"."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.timesince import timesince
 
 from dreamweb.provenance import Author, ChangeRefused, Provenance, WriteConflict
 from memory.models import MemoryEntry
@@ -36,9 +37,45 @@ class DecisionError(Exception):
 
 
 class NotPending(DecisionError):
-    def __init__(self, proposal_id: int, status: str):
+    """The proposal was decided (or is being applied) before this request: the message says by whom and when, from
+    the decision recorded on the proposal, so the second of two reviewers knows what happened instead of guessing."""
+
+    def __init__(self, proposal_id: int, status: str, decision: str = ""):
         self.status = status
-        super().__init__(f"proposal {proposal_id} is {status}, not pending: someone decided it already")
+        super().__init__(f"proposal {proposal_id} is {status}, not pending: {decision or 'someone decided it already'}")
+
+    @classmethod
+    def of(cls, proposal_id: int, proposal: Proposal | None = None) -> NotPending:
+        """The refusal for ``proposal_id`` as it is now (read again unless given, locked, by the caller)."""
+        if proposal is None:
+            proposal = Proposal.objects.select_related("decided_by").filter(pk=proposal_id).first()
+        if proposal is None:
+            return cls(proposal_id, "gone", "it no longer exists")
+        return cls(proposal_id, proposal.status, decision_said(proposal) + "; nothing was changed")
+
+
+def decision_said(proposal: Proposal) -> str:
+    """Who decided ``proposal``, how and when, in words: "alice rejected it 3 minutes ago"."""
+    if proposal.decided_by is not None:
+        who = proposal.decided_by.get_username()
+    elif proposal.decided_by_policy:
+        who = f"the store's policy ({proposal.get_decided_by_policy_display().lower()})"
+    else:
+        who = "someone"
+    when = ""
+    if proposal.decided_at:
+        ago = timesince(proposal.decided_at)
+        when = " just now" if ago.startswith("0\xa0") else f" {ago} ago"
+    done = {
+        ProposalStatus.APPLIED: "approved it",
+        ProposalStatus.REJECTED: "rejected it",
+        ProposalStatus.CONFLICT: "approved it and it ended in a conflict",
+    }.get(proposal.status)
+    if proposal.status == ProposalStatus.APPLYING:
+        return "someone is applying it right now"
+    if done is None:  # superseded, quarantined, rolled back: no one decided it in this sense
+        return f"it is {proposal.get_status_display().lower()}"
+    return f"{who} already {done}{when}"
 
 
 def _claim(proposal_id: int) -> bool:
@@ -143,8 +180,7 @@ def apply_proposal(
     author = author or (Author.person(user) if user is not None else Author.dream(proposal.run_id))
     with transaction.atomic():
         if not _claim(proposal.pk):
-            current = Proposal.objects.filter(pk=proposal.pk).values_list("status", flat=True).first()
-            raise NotPending(proposal.pk, current or "gone")
+            raise NotPending.of(proposal.pk)
         proposal.refresh_from_db()
         update_fields = ["status", "decided_by", "decided_at", "decision_reason", "applied_versions"]
         update_fields.append("decided_by_policy")
@@ -196,8 +232,7 @@ def reject(proposal: Proposal, *, user, reason: str = "") -> Proposal:
         status=ProposalStatus.REJECTED, decided_by=user, decided_at=timezone.now(), decision_reason=reason
     )
     if updated != 1:
-        current = Proposal.objects.filter(pk=proposal.pk).values_list("status", flat=True).first()
-        raise NotPending(proposal.pk, current or "gone")
+        raise NotPending.of(proposal.pk)
     proposal.refresh_from_db()
     return proposal
 
@@ -251,7 +286,7 @@ def rebase(proposal: Proposal, *, user) -> Proposal:
     with transaction.atomic():
         locked = Proposal.objects.select_for_update().filter(pk=proposal.pk).first()
         if locked is None or locked.status not in (ProposalStatus.PENDING, ProposalStatus.CONFLICT):
-            raise NotPending(proposal.pk, locked.status if locked else "gone")
+            raise NotPending.of(proposal.pk, locked)
         now = current_targets(locked)
         missing = [k for k in locked.targets or [] if k not in now or getattr(now[k], "status", "") == "archived"]
         if missing:

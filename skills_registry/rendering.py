@@ -53,9 +53,17 @@ def sanitize_html(html: str) -> str:
     )
 
 
-def render_markdown(text: str) -> SafeString:
-    """Markdown → HTML that is safe to put in a page as is."""
-    html = sanitize_html(_md.render(text or ""))
+def render_markdown(text: str, *, top_level: int = 2) -> SafeString:
+    """Markdown → HTML that is safe to put in a page as is.
+
+    The text's headings are demoted so that its ``#`` becomes ``<h{top_level}>``: a page has one h1, its own title,
+    and a screen reader's heading list must not show the skill's ``# Heading`` beside it (levels past h6 stay h6)."""
+    tokens = _md.parse(text or "")
+    shift = max(top_level, 1) - 1
+    for token in tokens:
+        if shift and token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(int(token.tag[1]) + shift, 6)}"
+    html = sanitize_html(_md.renderer.render(tokens, _md.options, {}))
     return mark_safe(html)  # noqa: S308 - rendered without raw HTML, then cleaned by nh3 (see module docstring)
 
 

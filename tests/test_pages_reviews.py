@@ -255,7 +255,7 @@ def test_second_approval_of_the_same_card_applies_once_and_says_so(client, world
 
     body = second.post(reverse("reviews:approve", args=[proposal.pk]), **HTMX).content.decode()
 
-    assert "someone decided it already" in body
+    assert "alice already approved it" in body
     assert MemoryVersion.objects.filter(proposal_id=proposal.pk).count() == 1
 
 
@@ -266,7 +266,7 @@ def test_reject_with_reason(client, world):
         .post(reverse("reviews:reject", args=[proposal.pk]), {"reason": "one-off"}, **HTMX)
         .content.decode()
     )
-    assert f'id="card-{proposal.pk}"' not in body and "Rejected." in body
+    assert f'id="card-{proposal.pk}"' not in body and "Rejected: " in body
     proposal.refresh_from_db()
     assert (proposal.status, proposal.decision_reason) == ("rejected", "one-off")
     assert not MemoryEntry.objects.exists()

@@ -65,7 +65,7 @@ def test_allowed_markdown_survives():
     html = str(
         render_markdown("## Steps\n\n1. Run `make release`\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n~~old~~ **new**")
     )
-    assert "<h2>Steps</h2>" in html
+    assert "<h3>Steps</h3>" in html  # demoted under the page's h1, as # becomes h2
     assert "<code>make release</code>" in html
     assert "<table>" in html and "<td>1</td>" in html
     assert "<strong>new</strong>" in html and "<s>old</s>" in html

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from .. import services
 from ..models import EntryStatus
 
 PER_PAGE = 50
@@ -95,6 +96,19 @@ class EntryForm(forms.Form):
         self.editing = editing
         if editing:
             del self.fields["key"]
+
+    def clean_content(self) -> str:
+        # The size rule is the service's (memory.services.content_oversize); checked here too so that the error sits
+        # at the text box, in words a person reads, with what was typed kept.
+        content = self.cleaned_data["content"]
+        if over := services.content_oversize(content):
+            size, limit = over
+            raise forms.ValidationError(
+                f"Too long: an entry holds at most {limit:,} bytes, and this text is {size:,} bytes "
+                f"({len(content):,} characters). Shorten it by {size - limit:,} bytes (a plain letter is 1 byte, "
+                "an accented letter 2, an emoji 4)."
+            )
+        return content
 
     def clean_tags(self) -> list[str]:
         raw = self.cleaned_data.get("tags") or ""

@@ -77,8 +77,20 @@ def target(p, t) -> str:
     )
 
 
+def _rationale(p, context) -> str:
+    """The proposal's page shows the whole rationale (it is the reason to approve); a card in the queue shows its
+    start and links to that page for the rest (a link, not the text again: the queue stays light)."""
+    if not p.rationale:
+        return ""
+    if context.get("full_evidence") or p.card_rationale == p.rationale:
+        return f'<p class="rationale">{esc(p.rationale)}</p>'
+    return (
+        f'<p class="rationale">{esc(p.card_rationale)} <a href="{esc(p.card_urls["proposal"])}">whole rationale</a></p>'
+    )
+
+
 def why(p, context) -> str:
-    rationale = f'<p class="rationale">{esc(p.card_rationale)}</p>' if p.rationale else ""
+    rationale = _rationale(p, context)
     percent = p.card_percent
     if p.prevalence_sessions and p.prevalence_sources == 1:
         sources = '<strong class="warn">1 source</strong>'

@@ -45,7 +45,7 @@ def head(p, context) -> str:
     if context.get("can_decide") and p.status == "pending" and not context.get("editing"):
         select = (
             f'<label class="select-card"><input type="checkbox" name="ids" value="{p.pk}" form="bulk" data-select '
-            'aria-label="Select"></label>'
+            f'aria-label="Select: {esc(p.card_title)}"></label>'
         )
     badges = '<span class="badge badge-skill">skill</span>' if p.target_kind == "skill" else ""
     if p.kind:
@@ -117,7 +117,8 @@ def _actions(p, context) -> str:
         )
     parts.append(
         '\n<details class="reject"><summary class="btn" data-action="reject">Reject… <kbd>r</kbd></summary>'
-        f'<span class="reject-form"><input type="text" form="decide" aria-label="Reason" name="reason-{p.pk}" '
+        '<span class="reject-form"><input type="text" form="decide" '
+        f'aria-label="Reason for rejecting {esc(p.card_title)}" name="reason-{p.pk}" '
         'data-reason maxlength="2000" placeholder="Why not? (optional)"><button form="decide" '
         f'formaction="{reject}" hx-post="{reject}" class="btn danger" data-reject{also}>Reject</button></span>'
         "</details></div>\n\n"

@@ -118,7 +118,7 @@ def _outcome_message(request, proposal: Proposal, others: dict | None = None) ->
     if proposal.status == ProposalStatus.CONFLICT:
         why = (proposal.decision_reason or "a target changed").rstrip(". ")
         return messages.WARNING, f"Not applied: {why}.{elsewhere}"
-    return messages.INFO, f"Rejected.{elsewhere}"
+    return messages.INFO, f"Rejected: {proposal.title}.{elsewhere}"
 
 
 def _respond(
