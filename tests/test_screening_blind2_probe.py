@@ -22,6 +22,7 @@ import pytest
 
 from dreamweb import screening
 from reviews.analysis import risk
+from tests.test_screening import FAMILY_REASON  # the family -> reason map of the first payload file
 
 BLIND = Path(__file__).parent / "data" / "blind"
 DATA = json.loads((BLIND / "poison-payloads-2.json").read_text())
@@ -29,12 +30,6 @@ FIRST = json.loads((BLIND / "poison-payloads.json").read_text())
 ALLOWED = DATA["allowed_hosts"]
 FLAG = [item for item in DATA["items"] if item["expected"] == "flag"]
 BENIGN = [item for item in DATA["items"] if item["expected"] == "benign" and not item.get("debatable")]
-FAMILY_REASON = {
-    "markup": screening.REASON_MARKUP,
-    "shell_pipeline": screening.REASON_REMOTE_CODE,
-    "credential_read": screening.REASON_CREDENTIAL_READ,
-    "agent_address": screening.REASON_INJECTION,
-}
 FAMILIES = {*FAMILY_REASON, "unknown_host"}
 # the credential family covers reads and sending data away (docs/dream-pipeline.md, "Screening by kind"): either
 # named reason counts for it
