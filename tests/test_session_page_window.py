@@ -77,3 +77,34 @@ def test_invisible_characters_in_a_transcript_are_shown_as_markers(client, world
     html = page(client, world, session)
     assert f"⟨{code}⟩" in html
     assert text not in html  # the raw character never reaches the page
+
+
+def test_only_the_drawn_window_is_redacted(client, world, monkeypatch):
+    """The costly part of an event (its text, scanned for secrets) is made for the events drawn, not the whole session:
+    a 20,000-event page redacts about one window's worth, so its cost does not grow with the session."""
+    from memory.views import sessions as views
+
+    calls = []
+    real = views.redact
+    monkeypatch.setattr(views, "redact", lambda text: calls.append(1) or real(text))
+    page(client, world, long_session(world, EVENT_WINDOW * 20))
+    assert EVENT_WINDOW <= len(calls) <= EVENT_WINDOW + 5
+
+
+def test_counts_and_pairing_cover_events_outside_the_window(client, world):
+    """A result drawn in the second window names its call from the first, a call drawn in the first is marked failed
+    by its result in the second, and the summary counts failures the window does not draw."""
+    filler = [{"type": "message", "role": "user", "content": f"line {i}"} for i in range(EVENT_WINDOW - 1)]
+    events = [
+        *filler,
+        {"type": "tool_call", "id": "c1", "name": "deploy_tool", "arguments": {"x": 1}},
+        {"type": "tool_result", "call_id": "c1", "content": "boom", "exit_code": 2},
+    ]
+    session = SessionFactory(team=world.team_a, external_id="pairs", events=events, event_count=len(events))
+    first = page(client, world, session)
+    call_row = first[first.index(f'id="event-{EVENT_WINDOW - 1}"') :]
+    assert "failed" in call_row[: call_row.index("</summary>")]
+    assert "1 failure" in first
+    second = page(client, world, session, **{"from": EVENT_WINDOW})
+    result_row = second[second.index(f'id="event-{EVENT_WINDOW}"') :]
+    assert "deploy_tool" in result_row[: result_row.index("</summary>")] and f"of #{EVENT_WINDOW - 1}" in result_row

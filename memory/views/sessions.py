@@ -83,11 +83,43 @@ def _split_mark(text: str, mark: str) -> tuple[str, str, str] | None:
     return text[:at], text[at : at + len(needle)], text[at + len(needle) :]
 
 
-def event_rows(events: list, *, mark_index: int | None = None, mark: str = "") -> list[dict]:
-    """Plain rows for the template: tool results know their call, failures are flagged, notes marked."""
+KNOWN_EVENTS = frozenset({"message", "tool_call", "tool_result", "memory_write"})
+
+
+def event_outline(events: list) -> list[dict]:
+    """Each event's shape without its text: type, role, and for tool events the call they pair with and whether it
+    failed. Cheap for any length, so the counts and the pairing cover the whole session while the text (redacted,
+    the costly part) is made only for the events drawn (event_rows)."""
     calls: dict[str, dict] = {}
-    rows = []
+    outline = []
     for index, event in enumerate(events if isinstance(events, list) else []):
+        if not isinstance(event, dict):
+            outline.append({"index": index, "type": "unknown"})
+            continue
+        kind = event.get("type")
+        item = {"index": index, "type": kind if kind in KNOWN_EVENTS else "unknown"}
+        if kind == "tool_call":
+            calls[str(event.get("id", ""))] = item
+        elif kind == "tool_result":
+            call = calls.get(str(event.get("call_id", "")))
+            exit_code = event.get("exit_code")
+            item["failed"] = bool(event.get("is_error")) or (isinstance(exit_code, int) and exit_code != 0)
+            item["call"] = call
+            if call is not None and item["failed"]:
+                call["failed"] = True
+        outline.append(item)
+    return outline
+
+
+def event_rows(
+    events: list, outline: list[dict], start: int, end: int, *, mark_index: int | None = None, mark: str = ""
+) -> list[dict]:
+    """Plain rows for the template, for events start..end: tool results know their call, failures are flagged,
+    notes marked."""
+    rows = []
+    for item in outline[start:end]:
+        index = item["index"]
+        event = events[index]
         if not isinstance(event, dict):
             rows.append({"index": index, "type": "unknown", "text": _text(event)})
             continue
@@ -97,22 +129,18 @@ def event_rows(events: list, *, mark_index: int | None = None, mark: str = "") -
             row.update(role=event.get("role") or "?", text=_text(event.get("content", "")))
         elif kind == "tool_call":
             row.update(name=_text(event.get("name", "?")), call_id=_text(event.get("id", "")))
-            row["text"] = _text(event.get("arguments", {}))
-            calls[row["call_id"]] = row
+            row.update(text=_text(event.get("arguments", {})), failed=item.get("failed", False))
         elif kind == "tool_result":
-            call = calls.get(_text(event.get("call_id", "")))
-            exit_code = event.get("exit_code")
-            failed = bool(event.get("is_error")) or (isinstance(exit_code, int) and exit_code != 0)
+            call = item["call"]
+            call_event = events[call["index"]] if call else {}
             row.update(
                 text=_text(event.get("content", "")),
                 call_id=_text(event.get("call_id", "")),
-                name=call["name"] if call else "",
+                name=_text(call_event.get("name", "?")) if call else "",
                 call_index=call["index"] if call else None,
-                exit_code=exit_code,
-                failed=failed,
+                exit_code=event.get("exit_code"),
+                failed=item["failed"],
             )
-            if call is not None and failed:
-                call["failed"] = True
         elif kind == "memory_write":
             row.update(text=_text(event.get("content", "")), store=_text(event.get("store") or ""))
         else:
@@ -189,7 +217,11 @@ def session_detail(request, pk: int):
         mark_index = int(request.GET.get("event", ""))
     except ValueError:
         mark_index = None
-    rows = event_rows(session.events, mark_index=mark_index, mark=request.GET.get("mark", ""))
+    outline = event_outline(session.events)
+    window = event_window(len(outline), request.GET.get("from"), mark_index)
+    rows = event_rows(
+        session.events, outline, window["start"], window["end"], mark_index=mark_index, mark=request.GET.get("mark", "")
+    )
     serves = list(
         ContextServe.objects.filter(team_id=session.team_id, session_external_id=session.external_id)
         .select_related("store")
@@ -208,22 +240,21 @@ def session_detail(request, pk: int):
         .only("id", "number", "operation", "key", "created_at", "entry__id", "entry__key", "team")
         .order_by("-created_at")[:50]
     )
-    tool_calls = sum(1 for r in rows if r["type"] == "tool_call")
-    failures = sum(1 for r in rows if r["type"] == "tool_result" and r.get("failed"))
-    notes = sum(1 for r in rows if r["type"] == "memory_write")
-    window = event_window(len(rows), request.GET.get("from"), mark_index)
+    tool_calls = sum(1 for r in outline if r["type"] == "tool_call")
+    failures = sum(1 for r in outline if r["type"] == "tool_result" and r["failed"])
+    notes = sum(1 for r in outline if r["type"] == "memory_write")
     return render(
         request,
         "memory/session.html",
         {
             "session": session,
             "team": session.team,
-            "rows": rows[window["start"] : window["end"]],
+            "rows": rows,
             "window": window,
             "serves": serves,
             "linkable": linkable,
             "learned": list(learned),
-            "summary": {"events": len(rows), "tool_calls": tool_calls, "failures": failures, "notes": notes},
+            "summary": {"events": len(outline), "tool_calls": tool_calls, "failures": failures, "notes": notes},
             "metadata": _text(session.metadata) if session.metadata else "",
         },
     )
