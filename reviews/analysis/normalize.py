@@ -442,7 +442,8 @@ def program(cmd: str) -> str:
 
 # `export A=1 && cmd`, `export A=1; cmd`, `env A=1 cmd`, `set A=1 && cmd` (cmd.exe) all run `A=1 cmd`.
 _EXPORTED = re.compile(
-    r"^(?:export|set)\s+((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s*)+?)\s*(?:&&|;)\s*|^env\s+(?=[A-Za-z_]\w*=)"
+    # Assignments are told apart by the space between them: `a=a=a=...` is one assignment, not 2^n ways to cut it.
+    r"^(?:export|set)\s+((?:[A-Za-z_]\w*=[^\s;&]*)(?:\s+[A-Za-z_]\w*=[^\s;&]*)*)\s*(?:&&|;)\s*|^env\s+(?=[A-Za-z_]\w*=)"
 )
 
 
