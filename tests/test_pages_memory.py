@@ -227,7 +227,9 @@ def test_revert_to_a_text_past_todays_size_limit_is_refused_with_a_message(clien
     settings.DREAMWEB_MAX_ENTRY_BYTES = 100
     client = login(client, world.alice)
     r = client.post(reverse("memory:revert", args=[entry.pk]), {"number": 1, "base_version": 2}, follow=True)
-    assert r.status_code == 200 and "Not reverted: content must be at most 100 bytes" in r.text
+    # said for a person: the version's size, the limit and what to do instead, not the setting's name
+    assert r.status_code == 200 and "Not reverted: version 1 is 200 bytes, over the 100-byte limit" in r.text
+    assert "Edit the entry to a shorter text" in r.text and "DREAMWEB_" not in r.text
     entry.refresh_from_db()
     assert (entry.content, entry.version) == ("short", 2)
 

@@ -156,8 +156,16 @@ def revert(request, pk: int):
         messages.error(request, "Not reverted: the entry changed since you opened it. Here is its latest state.")
     except services.ArchivedEntry:
         messages.error(request, f"Not reverted: version {number} is archived too. Pick an active version to restore.")
-    except services.InvalidChange as exc:  # e.g. an old text past today's size limit
-        messages.error(request, f"Not reverted: {exc}.")
+    except services.InvalidChange as exc:
+        old = MemoryVersion.objects.filter(entry=entry, number=number).values_list("content", flat=True).first()
+        if over := services.content_oversize(old or ""):  # an old text past today's size limit, said for people
+            messages.error(
+                request,
+                f"Not reverted: version {number} is {over[0]:,} bytes, over the {over[1]:,}-byte limit an entry has "
+                "now. Edit the entry to a shorter text instead.",
+            )
+        else:
+            messages.error(request, f"Not reverted: {exc}.")
     else:
         messages.success(request, f"Reverted to version {number}, saved as version {updated.version}.")
     return redirect("memory:entry", pk=entry.pk)
