@@ -47,6 +47,12 @@ def _pattern() -> re.Pattern:
     return re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges) + "]")
 
 
+@cache
+def _runs() -> re.Pattern:
+    """A run of one hidden character (the same one repeated)."""
+    return re.compile(f"({_pattern().pattern})\\1*")
+
+
 def _emoji_joiner(text: str, i: int) -> bool:
     """A zero-width joiner between two pictographs (a family, a profession emoji) is part of the emoji, not hidden
     text: it is drawn as one picture and left alone."""
@@ -72,10 +78,14 @@ def hidden_chars(text) -> list[str]:
     return found
 
 
-def marker(ch: str) -> str:
+def marker(ch: str, count: int = 1) -> str:
+    """One marker for a run of ``count`` of the same hidden character (⟨U+200B ×1,000⟩): a megabyte of zero-width
+    spaces is one line on the page, not 70 MB of markers."""
     code = f"U+{ord(ch):04X}"
     kind = "control character" if unicodedata.category(ch) == "Cc" else "format character"
     name = unicodedata.name(ch, kind).lower()
+    if count > 1:
+        return f'<span class="hidden-char" title="{count:,} × {escape(name)}">⟨{code} ×{count:,}⟩</span>'
     return f'<span class="hidden-char" title="{escape(name)}">⟨{code}⟩</span>'
 
 
@@ -90,12 +100,12 @@ def reveal(text) -> SafeString:
         return mark_safe(escape(text))  # noqa: S308 - escaped
     parts: list[str] = []
     start = 0
-    for m in _pattern().finditer(text):
-        i = m.start()
-        if not _emoji_joiner(text, i):
+    for m in _runs().finditer(text):
+        i, run = m.start(), m.end() - m.start()
+        if run > 1 or not _emoji_joiner(text, i):
             parts.append(escape(text[start:i]))
-            parts.append(marker(text[i]))
-            start = i + 1
+            parts.append(marker(text[i], run))
+            start = m.end()
     parts.append(escape(text[start:]))
     return mark_safe("".join(parts))  # noqa: S308 - every run escaped, markers built from code points
 

@@ -479,6 +479,24 @@ def redact(text: str | None) -> str | None:
     return "".join(out)
 
 
+def redact_window(text: str, start: int, end: int, margin: int = 8192) -> str:
+    """``text[start:end]`` with its secrets replaced by [REDACTED], read with ``margin`` characters around it so that
+    a secret cut by the window's edge is still found (and its part inside replaced): a page that shows 20,000
+    characters of a 5 MB event scans those, not the 5 MB (seconds)."""
+    lo, hi = max(0, start - margin), min(len(text), end + margin)
+    spans = sorted(((a + lo, b + lo) for _, a, b in find_secrets(text[lo:hi])), key=lambda s: (s[0], -s[1]))
+    out, pos = [], start
+    for a, b in spans:
+        if b <= pos or a >= end:
+            continue
+        if a > pos:
+            out.append(text[pos:a])
+        out.append(REDACTED)
+        pos = min(b, end)
+    out.append(text[pos:end])
+    return "".join(out)
+
+
 def secret_kinds(text: str) -> list[str]:
     return sorted({name for name, _, _ in find_secrets(text)})
 

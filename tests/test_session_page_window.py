@@ -108,3 +108,49 @@ def test_counts_and_pairing_cover_events_outside_the_window(client, world):
     second = page(client, world, session, **{"from": EVENT_WINDOW})
     result_row = second[second.index(f'id="event-{EVENT_WINDOW}"') :]
     assert "deploy_tool" in result_row[: result_row.index("</summary>")] and f"of #{EVENT_WINDOW - 1}" in result_row
+
+
+def _one_event(world, text, external_id="big-1"):
+    events = [{"type": "message", "role": "user", "content": text}]
+    return SessionFactory(team=world.team_a, external_id=external_id, events=events, event_count=1)
+
+
+def test_a_huge_event_is_drawn_a_part_at_a_time_with_links_to_the_others(client, world, monkeypatch):
+    """One 1 MB message: the page draws EVENT_CHARS of it, says where, links to the next part, and scans only that
+    part (with its margins) for secrets, not the megabyte."""
+    from memory.views import sessions as views
+
+    scanned = []
+    real = views.redact_window
+    monkeypatch.setattr(views, "redact_window", lambda t, a, b: scanned.append(b - a) or real(t, a, b))
+    text = "".join(f"line {i:07d} " for i in range(80_000))  # 1,040,000 characters
+    html = page(client, world, _one_event(world, text))
+    assert len(html) < 200_000, len(html)
+    assert f"Characters 0–{views.EVENT_CHARS} of {len(text)} shown." in html
+    assert f"at={views.EVENT_CHARS}#event-0" in html and "Earlier part" not in html
+    assert scanned == [views.EVENT_CHARS]
+    later = page(client, world, _one_event(world, text, "big-2"), event=0, at=views.EVENT_CHARS)
+    assert f"Characters {views.EVENT_CHARS}–{2 * views.EVENT_CHARS} of" in later and "at=0#event-0" in later
+
+
+def test_the_part_shown_holds_the_evidence_excerpt_and_hides_a_secret_cut_by_its_edge(client, world):
+    """An evidence link into the middle of a huge event opens the part that holds the excerpt, marked; a secret lying
+    across the part's edge is redacted, not shown half."""
+    from memory.views import sessions as views
+
+    key = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    filler = "word " * 100_000
+    at = len(filler) // 2
+    text = filler[:at] + "the deploy broke on step seven " + filler[at:] + key + filler
+    html = page(client, world, _one_event(world, text), event=0, mark="the deploy broke on step seven")
+    assert '<mark class="evidence-mark">the deploy broke on step seven</mark>' in html
+    edge = len(filler[:at]) + 31 + len(filler[at:]) + 10  # a part starting inside the key
+    cut = page(client, world, _one_event(world, text, "big-3"), event=0, at=edge)
+    assert key[10:] not in cut and "[REDACTED]" in cut
+    assert len(text) > views.EVENT_CHARS
+
+
+def test_a_run_of_one_hidden_character_is_one_marker(client, world):
+    """A megabyte of zero-width spaces is one marker with its count, not a marker per character."""
+    html = page(client, world, _one_event(world, "a" + "\u200b" * 15_000 + "b"))
+    assert "⟨U+200B ×15,000⟩" in html and html.count("⟨U+200B") == 1

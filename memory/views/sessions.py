@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 
 from dreamweb.gates import get_for_user
 from dreamweb.input_guard import parse_int
-from dreamweb.secret_scan import redact, redact_value
+from dreamweb.secret_scan import REDACTED, redact, redact_value, redact_window
 from dreamweb.views import current_team_or_404
 
 from ..models import NEWEST, AgentSession, ContextServe, MemoryEntry, MemoryVersion
@@ -72,6 +72,36 @@ def _text(value) -> str:
         return redact(repr(value))
 
 
+# Characters of one event's text drawn at a time: a 5 MB message (the session limit) took 20 s to scan for secrets
+# and draw whole; a part of it is what a person reads, with links to the parts before and after.
+EVENT_CHARS = 20_000
+
+
+def _clip(value, *, at: int | None = None, mark: str = "") -> tuple[str, dict | None]:
+    """An event's text field as shown, and where it was cut when longer than EVENT_CHARS: from ``at``, else around
+    the evidence excerpt ``mark``, else from the start; secrets redacted in the part shown (read with its margins)."""
+    if not isinstance(value, str) or len(value) <= EVENT_CHARS:
+        return _text(value), None
+    total = len(value)
+    if at is None:
+        at = 0
+        needle = (mark or "").strip().removesuffix("…").strip()[:MAX_MARK]
+        for probe in (needle, needle.split(REDACTED)[0].strip()):
+            if probe and (found := value.find(probe)) >= 0:
+                at = max(0, found - 200)
+                break
+    at = max(0, min(at, total - 1))
+    end = min(total, at + EVENT_CHARS)
+    clip = {
+        "start": at,
+        "end": end,
+        "total": total,
+        "previous": max(0, at - EVENT_CHARS) if at else None,
+        "next": end if end < total else None,
+    }
+    return redact_window(value, at, end), clip
+
+
 def _split_mark(text: str, mark: str) -> tuple[str, str, str] | None:
     """(before, match, after) around the first occurrence of an evidence excerpt, for <mark>; None if absent."""
     needle = (mark or "").strip().removesuffix("…").strip()[:MAX_MARK]
@@ -112,10 +142,17 @@ def event_outline(events: list) -> list[dict]:
 
 
 def event_rows(
-    events: list, outline: list[dict], start: int, end: int, *, mark_index: int | None = None, mark: str = ""
+    events: list,
+    outline: list[dict],
+    start: int,
+    end: int,
+    *,
+    mark_index: int | None = None,
+    mark: str = "",
+    at: int | None = None,
 ) -> list[dict]:
     """Plain rows for the template, for events start..end: tool results know their call, failures are flagged,
-    notes marked."""
+    notes marked; a long text is drawn a part at a time (``at``: where the marked event's part starts)."""
     rows = []
     for item in outline[start:end]:
         index = item["index"]
@@ -125,16 +162,19 @@ def event_rows(
             continue
         kind = event.get("type")
         row = {"index": index, "type": kind, "ts": event.get("ts") or ""}
+        here = {"at": at, "mark": mark} if index == mark_index else {}
         if kind == "message":
-            row.update(role=event.get("role") or "?", text=_text(event.get("content", "")))
+            text, row["clip"] = _clip(event.get("content", ""), **here)
+            row.update(role=event.get("role") or "?", text=text)
         elif kind == "tool_call":
             row.update(name=_text(event.get("name", "?")), call_id=_text(event.get("id", "")))
             row.update(text=_text(event.get("arguments", {})), failed=item.get("failed", False))
         elif kind == "tool_result":
             call = item["call"]
             call_event = events[call["index"]] if call else {}
+            text, row["clip"] = _clip(event.get("content", ""), **here)
             row.update(
-                text=_text(event.get("content", "")),
+                text=text,
                 call_id=_text(event.get("call_id", "")),
                 name=_text(call_event.get("name", "?")) if call else "",
                 call_index=call["index"] if call else None,
@@ -142,7 +182,8 @@ def event_rows(
                 failed=item["failed"],
             )
         elif kind == "memory_write":
-            row.update(text=_text(event.get("content", "")), store=_text(event.get("store") or ""))
+            text, row["clip"] = _clip(event.get("content", ""), **here)
+            row.update(text=text, store=_text(event.get("store") or ""))
         else:
             row.update(type="unknown", label=_text(kind), text=_text(event))
         if index == mark_index:
@@ -220,7 +261,13 @@ def session_detail(request, pk: int):
     outline = event_outline(session.events)
     window = event_window(len(outline), request.GET.get("from"), mark_index)
     rows = event_rows(
-        session.events, outline, window["start"], window["end"], mark_index=mark_index, mark=request.GET.get("mark", "")
+        session.events,
+        outline,
+        window["start"],
+        window["end"],
+        mark_index=mark_index,
+        mark=request.GET.get("mark", ""),
+        at=parse_int(request.GET.get("at") or "", minimum=0, maximum=10**9),
     )
     serves = list(
         ContextServe.objects.filter(team_id=session.team_id, session_external_id=session.external_id)
