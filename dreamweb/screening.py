@@ -207,6 +207,9 @@ def _markup(v: Views) -> bool:
 
 # --- remote code ----------------------------------------------------------------------------------------------------
 
+# Spans within a line are bounded (`[^\n]{0,500}`, not `[^\n]*`): a line repeating a pattern's first word
+# (`curl -s x \` continued 1,500 times) made each occurrence scan to the line's end, time in the square of its length.
+
 _SHELLS = r"(?:ba|z|da|k|fi|tc|c|a)?sh"
 _INTERPRETERS = (
     rf"{_SHELLS}|python[\d.]*|perl|ruby|node|nodejs|deno|bun|php|lua|tclsh|pwsh|powershell|iex|invoke-expression|"
@@ -245,22 +248,28 @@ REMOTE_CODE = [
     # Raw sockets of shells and awk: reverse shells.
     re.compile(r"/dev/(?:tcp|udp)/|/inet/(?:tcp|udp)/", re.I),
     # A network tool told to run a program: `nc -e /bin/sh`, `ncat --exec`, `socat … EXEC:`.
-    re.compile(r"\b(?:nc|ncat|netcat|busybox\s+nc)\b[^\n]*\s(?:-e|-c|--exec|--sh-exec|--lua-exec)\b", re.I),
-    re.compile(r"\bsocat\b[^\n]*\b(?:exec|system):", re.I),
-    re.compile(r"\bmkfifo\b[^\n]*\b(?:nc|ncat|netcat|telnet|openssl\s+s_client)\b", re.I),
+    re.compile(r"\b(?:nc|ncat|netcat|busybox\s+nc)\b[^\n]{0,500}\s(?:-e|-c|--exec|--sh-exec|--lua-exec)\b", re.I),
+    re.compile(r"\bsocat\b[^\n]{0,500}\b(?:exec|system):", re.I),
+    re.compile(r"\bmkfifo\b[^\n]{0,500}\b(?:nc|ncat|netcat|telnet|openssl\s+s_client)\b", re.I),
     # Download, make executable, run.
-    re.compile(r"\b(?:curl|wget)\b[^\n]*(?:\s-o\s*|\s-O\s*|--output[= ])\S+[^\n]*&&[^\n]*\bchmod\s+\+?[0-7]*x", re.I),
+    re.compile(
+        r"\b(?:curl|wget)\b[^\n]{0,500}(?:\s-o\s*|\s-O\s*|--output[= ])\S+[^\n]{0,500}&&[^\n]{0,500}"
+        r"\bchmod\s+\+?[0-7]*x",
+        re.I,
+    ),
     # PowerShell and Windows download-and-run.
     re.compile(
-        r"\b(?:iex|invoke-expression)\b[^\n]*\b(?:downloadstring|downloadfile|iwr|irm|invoke-webrequest|"
+        r"\b(?:iex|invoke-expression)\b[^\n]{0,500}\b(?:downloadstring|downloadfile|iwr|irm|invoke-webrequest|"
         r"invoke-restmethod|net\.webclient)\b",
         re.I,
     ),
-    re.compile(r"\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n]*\|\s*(?:iex|invoke-expression)\b", re.I),
-    re.compile(r"\bpowershell(?:\.exe)?\b[^\n]*\s-(?:e|ec|enc|encodedcommand)\s", re.I),
     re.compile(
-        r"\bcertutil(?:\.exe)?\b[^\n]*-urlcache\b|\bbitsadmin\b[^\n]*/transfer\b|\bmshta(?:\.exe)?\s+\S*(?:https?:|//|\\\\)"
-        r"|\bregsvr32\b[^\n]*/i:\s*https?:|\brundll32\b[^\n]*javascript:",
+        r"\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n]{0,500}\|\s*(?:iex|invoke-expression)\b", re.I
+    ),
+    re.compile(r"\bpowershell(?:\.exe)?\b[^\n]{0,500}\s-(?:e|ec|enc|encodedcommand)\s", re.I),
+    re.compile(
+        r"\bcertutil(?:\.exe)?\b[^\n]{0,500}-urlcache\b|\bbitsadmin\b[^\n]{0,500}/transfer\b|\bmshta(?:\.exe)?\s+\S*(?:https?:|//|\\\\)"
+        r"|\bregsvr32\b[^\n]{0,500}/i:\s*https?:|\brundll32\b[^\n]{0,500}javascript:",
         re.I,
     ),
     # Installing from an address instead of an index (an index named by its flag is an index: its host is judged
@@ -378,27 +387,27 @@ CREDENTIAL_PATHS = re.compile(
 )
 CREDENTIAL_COMMANDS = re.compile(
     r"\bsecurity\s+(?:find-(?:generic|internet)-password|dump-keychain|export)\b|\bsecret-tool\s+(?:lookup|search)\b|"
-    r"\bop\s+(?:item\s+get|read|document\s+get)\b|\bkubectl\s+config\s+view\b[^\n]*--(?:raw|flatten)|"
+    r"\bop\s+(?:item\s+get|read|document\s+get)\b|\bkubectl\s+config\s+view\b[^\n]{0,500}--(?:raw|flatten)|"
     # a secret's values (not the list of its names), a credential helper asked for a password, the registry's hives
-    r"\bkubectl\s+get\s+secrets?\b[^\n]*(?:\s-o\s*=?\s*(?:json|yaml|jsonpath|go-template)|--output|"
+    r"\bkubectl\s+get\s+secrets?\b[^\n]{0,500}(?:\s-o\s*=?\s*(?:json|yaml|jsonpath|go-template)|--output|"
     r"base64\s+(?:-d|--decode|-D))|\bgit\s+credential(?:-[\w-]+)?\s+(?:fill|get)\b|"
     r"\breg(?:\.exe)?\s+(?:save|export)\s+hklm\\(?:sam|system|security)\b|"
-    r"\b(?:cat|type|less|more|head|tail|cp|scp|base64|get-content|gc)\b[^\n|;]*[\"']?\$\{?(?:env:)?"
+    r"\b(?:cat|type|less|more|head|tail|cp|scp|base64|get-content|gc)\b[^\n|;]{0,200}[\"']?\$\{?(?:env:)?"
     r"(?:kubeconfig|google_application_credentials|aws_shared_credentials_file)\b|"
     r"\baws\s+configure\s+(?:export-credentials|get\s+\S*(?:secret|key|token))|"
     r"\bgcloud\s+auth\s+(?:print-access-token|print-identity-token|application-default\s+print-access-token)\b|"
     r"\baz\s+account\s+get-access-token\b|\bgh\s+auth\s+token\b|\bvault\s+(?:read|kv\s+get)\b|"
-    r"\b(?:printenv|env|set|export\s+-p)\s*\|\s*(?:grep|findstr|select-string)\b[^\n]*"
+    r"\b(?:printenv|env|set|export\s+-p)\s*\|\s*(?:grep|findstr|select-string)\b[^\n]{0,500}"
     r"(?:token|secret|key|pass|cred|auth)|"
-    r"\bfind\b[^\n]*-name\s+['\"]?\*?\.(?:pem|key|p12|pfx|kdbx)\b[^\n]*-exec\b|"
-    r"\b(?:cat|type|less|more|head|tail|base64|xxd|strings|scp|nc)\b[^\n|;]*\.(?:pem|p12|pfx|kdbx|keystore)\b|"
+    r"\bfind\b[^\n]{0,500}-name\s+['\"]?\*?\.(?:pem|key|p12|pfx|kdbx)\b[^\n]{0,500}-exec\b|"
+    r"\b(?:cat|type|less|more|head|tail|base64|xxd|strings|scp|nc)\b[^\n|;]{0,200}\.(?:pem|p12|pfx|kdbx|keystore)\b|"
     # Windows' and desktops' password stores, dumpers, and tools asked to print the token they hold
     r"\bwindows\.security\.credentials\.passwordvault\b|\bretrievepassword\s*\(|\bget-storedcredential\b|"
-    r"\bmimikatz\b|\b(?:sekurlsa|lsadump)::|\bcmdkey\s+/list\b|\bkwallet-query\b[^\n]*\s-r\b|"
-    r"\bgh\s+auth\s+status\b[^\n]*--show-token\b|\bdocker-credential-[\w-]+\s+get\b|"
-    r"\b(?:npm|yarn|pnpm)\s+config\s+get\b[^\n]*(?:_auth(?:token)?|npmauthtoken|authtoken)\b|"
+    r"\bmimikatz\b|\b(?:sekurlsa|lsadump)::|\bcmdkey\s+/list\b|\bkwallet-query\b[^\n]{0,500}\s-r\b|"
+    r"\bgh\s+auth\s+status\b[^\n]{0,500}--show-token\b|\bdocker-credential-[\w-]+\s+get\b|"
+    r"\b(?:npm|yarn|pnpm)\s+config\s+get\b[^\n]{0,500}(?:_auth(?:token)?|npmauthtoken|authtoken)\b|"
     # build tools' credential files and browsers' password and cookie stores, read or copied
-    r"\b(?:cat|type|less|more|head|tail|grep|rg|strings|base64|cp|scp|copy|copy-item|get-content|gc)\b[^\n|;]*"
+    r"\b(?:cat|type|less|more|head|tail|grep|rg|strings|base64|cp|scp|copy|copy-item|get-content|gc)\b[^\n|;]{0,200}"
     r"(?:\.m2[/\\]+settings(?:-security)?\.xml|\.gradle[/\\]+gradle\.properties|\.composer[/\\]+auth\.json|"
     r"[/\\]login data\b|[/\\](?:network[/\\])?cookies\b)|"
     # the cloud's metadata service asked for the machine's credentials
@@ -411,7 +420,7 @@ _ENV_FILE = r"(?<![\w.-])(?:\./)?\.env(?:\.(?!example\b|sample\b|template\b|dist
 ENV_READ = re.compile(
     rf"(?:\b(?:cat|less|more|head|tail|type|grep|rg|ag|awk|sed|source|strings|base64|xxd|print|paste|send|upload|"
     rf"post|attach|share|dump|read|open|show|echo|get-content|gc|tar|zip|scp|rsync)\b|(?:^|[;&|]\s*)\.)"
-    rf"[^\n|;&]*?{_ENV_FILE}",
+    rf"[^\n|;&]{{0,200}}?{_ENV_FILE}",
     re.I,
 )
 
@@ -653,11 +662,11 @@ EXFILTRATION = [
     # (`-d '{"text":"nightly build passed"}'`) is the message itself: its host is judged as a host, its words by the
     # secret scan.
     re.compile(
-        r"(?i)\bcurl\b[^\n]*\s(?:(?:-d|--data(?:-binary|-raw|-urlencode|-ascii)?|-F|--form)[= ]\s*"
-        r"(?:'[^'\n]*[$@`<]|\"(?:[^\"\\\n]|\\.)*[$@`<]|[^\s'\"]*[$@`<])|(?:-T|--upload-file)\s)[^\n]*"
+        r"(?i)\bcurl\b[^\n]{0,500}\s(?:(?:-d|--data(?:-binary|-raw|-urlencode|-ascii)?|-F|--form)[= ]\s*"
+        r"(?:'[^'\n]*[$@`<]|\"(?:[^\"\\\n]|\\.)*[$@`<]|[^\s'\"]*[$@`<])|(?:-T|--upload-file)\s)[^\n]{0,2000}"
         r"(?:https?://|\b[\w-]+\.[a-z]{2,}\b)"
     ),
-    re.compile(r"(?i)\b(?:scp|rsync)\b[^\n]*\s[\w.-]+@[\w.-]+:"),
+    re.compile(r"(?i)\b(?:scp|rsync)\b[^\n]{0,500}\s[\w.-]+@[\w.-]+:"),
     # The environment or a credential handed to a public paste: `printenv | gh gist create --public -`, "paste your
     # GITHUB_TOKEN into a public gist".
     re.compile(r"(?i)\b(?:printenv|env|set|export\s+-p)\b\s*\|[^\n]{0,300}\b(?:gh\s+gist|gist|pastebinit|wgetpaste)\b"),
@@ -684,22 +693,22 @@ WEAKENS = [
         r"\bhttp\.sslverify\s*=?\s*(?:false|0|no)\b|\bstrict[-_]ssl\s*=?\s*false\b|"
         r"\bnode_tls_reject_unauthorized\s*=\s*['\"]?0|\bpythonhttpsverify\s*=\s*['\"]?0|"
         r"\bgit_ssl_no_verify\s*=\s*['\"]?(?:1|true)|\bcurl_ca_bundle\s*=\s*(?:''|\"\")|"
-        r"--no-check-certificate\b|\bcurl\b[^\n|;&]*\s(?:-[a-z]*k[a-z]*|--insecure)\b|\binsecureskipverify\s*:\s*true\b|"
+        r"--no-check-certificate\b|\bcurl\b[^\n|;&]{0,500}\s(?:-[a-z]*k[a-z]*|--insecure)\b|\binsecureskipverify\s*:\s*true\b|"
         r"\brejectunauthorized\s*:\s*false\b|\bverify\s*=\s*false\b|--trusted-host\b|\bssl[-_]?verify\s*[:=]\s*false\b",
         re.I,
     ),
     # Permissions thrown open, mandatory access control and firewalls off.
     re.compile(
-        r"\bchmod\s+(?:-\w+\s+)*(?:0?777|0?666|a\+rwx|a\+w|o\+w|ugo\+rwx)\b|\bchmod\b[^\n;&|]*/var/run/docker\.sock|"
+        r"\bchmod\s+(?:-\w+\s+)*(?:0?777|0?666|a\+rwx|a\+w|o\+w|ugo\+rwx)\b|\bchmod\b[^\n;&|]{0,500}/var/run/docker\.sock|"
         r"\bsetenforce\s+0\b|\bselinux\s*=\s*disabled\b|\bufw\s+disable\b|\biptables\s+-f\b",
         re.I,
     ),
     # Commit hooks skipped, host keys not checked, a shared branch's history rewritten.
     re.compile(
-        r"\bgit\s+(?:commit|push|merge|rebase)\b[^\n;&|]*--no-verify\b|\bstricthostkeychecking\s*[= ]\s*no\b|"
+        r"\bgit\s+(?:commit|push|merge|rebase)\b[^\n;&|]{0,500}--no-verify\b|\bstricthostkeychecking\s*[= ]\s*no\b|"
         r"\buserknownhostsfile\s*[= ]\s*/dev/null\b|"
-        r"\bgit\s+push\b[^\n;&|]*(?:--force\b|\s-f\b)[^\n;&|]*\b(?:main|master|trunk|prod(?:uction)?|release)\b|"
-        r"\bgit\s+push\b[^\n;&|]*\+(?:main|master|trunk)\b",
+        r"\bgit\s+push\b[^\n;&|]{0,500}(?:--force\b|\s-f\b)[^\n;&|]{0,500}\b(?:main|master|trunk|prod(?:uction)?|release)\b|"
+        r"\bgit\s+push\b[^\n;&|]{0,500}\+(?:main|master|trunk)\b",
         re.I,
     ),
 ]

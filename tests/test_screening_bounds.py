@@ -54,6 +54,32 @@ def test_the_secret_scan_of_repetitive_text_is_fast(unit):
     assert time.monotonic() - start < 2.0
 
 
+# The first word of a rule repeated along one line, with what the rule looks for after it missing: each occurrence
+# scanned to the line's end (`curl -s x \` continued: 16 KB took 2 s, past the budget, so honest long commands were
+# refused as unscreenable). Spans within a line are bounded now: 32 KB of any of these is screened, not refused.
+KEYWORD_LINES = [
+    "curl -s x \\\n",
+    "git push x ",
+    "nc x ",
+    "cat x ",
+    "find x ",
+    "kubectl get secrets x ",
+    "printenv | grep x ",
+    "iex x ",
+    "powershell x ",
+    "certutil x ",
+    "scp x ",
+    "chmod x ",
+    "python -c x ",
+]
+
+
+@pytest.mark.parametrize("unit", KEYWORD_LINES, ids=repr)
+def test_a_line_repeating_a_rules_first_word_is_screened_not_refused(unit):
+    text = unit * (32_000 // len(unit))
+    assert screening.REASON_UNSCREENABLE not in screening.screen(text)
+
+
 def test_text_the_screen_cannot_finish_is_refused_not_let_through(monkeypatch):
     monkeypatch.setattr(screening, "SCREEN_SECONDS", 0.0)
     assert screening.screen("Deploy with `make release`.") == [screening.REASON_UNSCREENABLE]
