@@ -30,9 +30,17 @@ def expect(*args, **kwargs):
 
 
 def shoot(target, name: str) -> str:
+    """A screenshot for people to look at (not an assertion). A card being swapped by htmx at that moment is waited
+    for once more: on a loaded machine the swap outlasted the first 10 s."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / name
-    target.screenshot(path=str(path), full_page=True) if hasattr(target, "goto") else target.screenshot(path=str(path))
+    if hasattr(target, "goto"):
+        target.screenshot(path=str(path), full_page=True)
+        return str(path)
+    try:
+        target.screenshot(path=str(path))
+    except pytest.importorskip("playwright.sync_api").TimeoutError:
+        target.screenshot(path=str(path), timeout=30_000)
     return str(path)
 
 
