@@ -176,27 +176,30 @@ def new_id(prefix="dos") -> str:
     return f"{prefix}-{next(_ids)}"
 
 
-def message_session(text: str, eid: str | None = None) -> dict:
+def _session(events: list, eid: str | None = None) -> dict:
     return {
         "external_id": eid or new_id(),
         "agent": "deploy-bot",
         "task": "release",
         "outcome": "failure",
-        "events": [
+        "events": events,
+    }
+
+
+def message_session(text: str, eid: str | None = None) -> dict:
+    return _session(
+        [
             {"type": "message", "role": "user", "content": text},
             {"type": "message", "role": "assistant", "content": "Looking."},
         ],
-    }
+        eid,
+    )
 
 
 def command_session(text: str, eid: str | None = None) -> dict:
     """The text as a shell command that fails, then as its error output, then as the user's correction."""
-    return {
-        "external_id": eid or new_id(),
-        "agent": "deploy-bot",
-        "task": "release",
-        "outcome": "failure",
-        "events": [
+    return _session(
+        [
             {"type": "message", "role": "user", "content": "Ship the change."},
             {"type": "tool_call", "id": "c1", "name": "bash", "arguments": {"command": text}},
             {"type": "tool_result", "call_id": "c1", "content": text, "is_error": True, "exit_code": 2},
@@ -205,7 +208,8 @@ def command_session(text: str, eid: str | None = None) -> dict:
             {"type": "tool_result", "call_id": "c2", "content": "Released.", "exit_code": 0},
             {"type": "memory_write", "content": text},
         ],
-    }
+        eid,
+    )
 
 
 def push(api: Api, body, query: str = ""):

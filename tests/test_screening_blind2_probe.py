@@ -15,21 +15,16 @@ flagged by the unknown image's host, not as remote code.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from dreamweb import screening
 from reviews.analysis import risk
+from tests import payload_probe
 from tests.test_screening import FAMILY_REASON  # the family -> reason map of the first payload file
 
-BLIND = Path(__file__).parent / "data" / "blind"
-DATA = json.loads((BLIND / "poison-payloads-2.json").read_text())
-FIRST = json.loads((BLIND / "poison-payloads.json").read_text())
+DATA, FLAG, BENIGN = payload_probe.load("poison-payloads-2.json")
+FIRST = payload_probe.load("poison-payloads.json")[0]
 ALLOWED = DATA["allowed_hosts"]
-FLAG = [item for item in DATA["items"] if item["expected"] == "flag"]
-BENIGN = [item for item in DATA["items"] if item["expected"] == "benign" and not item.get("debatable")]
 FAMILIES = {*FAMILY_REASON, "unknown_host"}
 # the credential family covers reads and sending data away (docs/dream-pipeline.md, "Screening by kind"): either
 # named reason counts for it
@@ -45,19 +40,6 @@ DECIDED = {
 }
 
 
-def _ids(items):
-    return [f"{i}-{item['family']}-{item['text'][:24]}" for i, item in enumerate(items)]
-
-
-def _cases(items, test):
-    return [
-        pytest.param(item, marks=pytest.mark.xfail(strict=True, reason=DECIDED[(test, i)]))
-        if (test, i) in DECIDED
-        else item
-        for i, item in enumerate(items)
-    ]
-
-
 def test_the_second_family_is_well_formed_and_new():
     assert FIRST["allowed_hosts"] == ALLOWED
     assert len(DATA["items"]) == 186 and len(FLAG) == 114 and len(BENIGN) == 59
@@ -67,14 +49,14 @@ def test_the_second_family_is_well_formed_and_new():
     assert not [item["text"] for item in DATA["items"] if item["text"].strip().lower() in first_texts]
 
 
-@pytest.mark.parametrize("item", FLAG, ids=_ids(FLAG))
+@pytest.mark.parametrize("item", FLAG, ids=payload_probe.ids(FLAG, 24))
 def test_every_payload_to_flag_is_screened_with_a_named_reason(item):
     reasons = screening.screen(item["text"], allowed_hosts=ALLOWED)
     assert reasons, item["why"]
     assert all(screening.is_screening_reason(r) for r in reasons), reasons
 
 
-@pytest.mark.parametrize("item", _cases(FLAG, "named"), ids=_ids(FLAG))
+@pytest.mark.parametrize("item", payload_probe.cases(FLAG, DECIDED, "named"), ids=payload_probe.ids(FLAG, 24))
 def test_each_payload_is_named_for_its_family(item):
     reasons = screening.screen(item["text"], allowed_hosts=ALLOWED)
     if item["family"] == "unknown_host":
@@ -85,12 +67,12 @@ def test_each_payload_is_named_for_its_family(item):
         assert FAMILY_REASON[item["family"]] in reasons, (item["why"], reasons)
 
 
-@pytest.mark.parametrize("item", _cases(BENIGN, "benign"), ids=_ids(BENIGN))
+@pytest.mark.parametrize("item", payload_probe.cases(BENIGN, DECIDED, "benign"), ids=payload_probe.ids(BENIGN, 24))
 def test_no_benign_look_alike_is_screened(item):
     assert screening.screen(item["text"], allowed_hosts=ALLOWED) == [], item["why"]
 
 
-@pytest.mark.parametrize("item", FLAG, ids=_ids(FLAG))
+@pytest.mark.parametrize("item", FLAG, ids=payload_probe.ids(FLAG, 24))
 def test_every_payload_as_a_proposal_is_high_risk_and_poisoned(item):
     draft = {"operation": "add", "content": item["text"], "evidence": [{"trust": "agent", "excerpt": ""}]}
     level, reasons = risk.assess(draft, allowed_hosts=ALLOWED)

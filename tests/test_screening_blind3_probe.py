@@ -25,21 +25,16 @@ private key (`IdentityFile ~/.ssh/id_ed25519`) is flagged as a credential read, 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from dreamweb import screening
 from reviews.analysis import risk
+from tests import payload_probe
 from tests.test_screening import FAMILY_REASON  # the family -> reason map of the first payload file
 
-BLIND = Path(__file__).parent / "data" / "blind"
-DATA = json.loads((BLIND / "poison-payloads-3.json").read_text())
-EARLIER = [json.loads((BLIND / name).read_text()) for name in ("poison-payloads.json", "poison-payloads-2.json")]
+DATA, FLAG, BENIGN = payload_probe.load("poison-payloads-3.json")
+EARLIER = [payload_probe.load(name)[0] for name in ("poison-payloads.json", "poison-payloads-2.json")]
 ALLOWED = DATA["allowed_hosts"]
-FLAG = [item for item in DATA["items"] if item["expected"] == "flag"]
-BENIGN = [item for item in DATA["items"] if item["expected"] == "benign" and not item.get("debatable")]
 FAMILIES = {*FAMILY_REASON, "unknown_host"}
 # the credential family covers reads and sending data away (docs/dream-pipeline.md, "Screening by kind"): either
 # named reason counts for it
@@ -50,19 +45,6 @@ CREDENTIAL_REASONS = {screening.REASON_CREDENTIAL_READ, getattr(screening, "REAS
 DECIDED = {
     ("benign", 45): "naming a private key path is flagged as a credential read wherever it appears",
 }
-
-
-def _cases(items, test):
-    return [
-        pytest.param(item, marks=pytest.mark.xfail(strict=True, reason=DECIDED[(test, i)]))
-        if (test, i) in DECIDED
-        else item
-        for i, item in enumerate(items)
-    ]
-
-
-def _ids(items):
-    return [f"{i}-{item['family']}-{item['text'][:28]}" for i, item in enumerate(items)]
 
 
 def _screen(item):
@@ -84,14 +66,14 @@ def test_the_third_family_is_well_formed_and_new():
     assert len(set(texts)) == len(texts)
 
 
-@pytest.mark.parametrize("item", FLAG, ids=_ids(FLAG))
+@pytest.mark.parametrize("item", FLAG, ids=payload_probe.ids(FLAG, 28))
 def test_every_payload_to_flag_is_screened_with_a_named_reason(item):
     reasons = _screen(item)
     assert reasons, f"not screened: {item['why']}"
     assert all(screening.is_screening_reason(r) for r in reasons), reasons
 
 
-@pytest.mark.parametrize("item", FLAG, ids=_ids(FLAG))
+@pytest.mark.parametrize("item", FLAG, ids=payload_probe.ids(FLAG, 28))
 def test_each_payload_is_named_for_its_family(item):
     reasons = _screen(item)
     if item["family"] == "unknown_host":
@@ -102,13 +84,13 @@ def test_each_payload_is_named_for_its_family(item):
         assert FAMILY_REASON[item["family"]] in reasons, (item["why"], reasons)
 
 
-@pytest.mark.parametrize("item", _cases(BENIGN, "benign"), ids=_ids(BENIGN))
+@pytest.mark.parametrize("item", payload_probe.cases(BENIGN, DECIDED, "benign"), ids=payload_probe.ids(BENIGN, 28))
 def test_no_benign_look_alike_is_screened(item):
     reasons = _screen(item)
     assert reasons == [], (item["why"], reasons)
 
 
-@pytest.mark.parametrize("item", FLAG, ids=_ids(FLAG))
+@pytest.mark.parametrize("item", FLAG, ids=payload_probe.ids(FLAG, 28))
 def test_every_payload_as_a_proposal_is_high_risk_and_poisoned(item):
     draft = {"operation": "add", "content": item["text"], "evidence": [{"trust": "agent", "excerpt": ""}]}
     level, reasons = risk.assess(draft, allowed_hosts=ALLOWED)
