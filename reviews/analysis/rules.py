@@ -25,7 +25,7 @@ from dreamweb import screening
 
 from . import normalize as nz
 from .findings import AnalysisResult, evidence, make_finding, plural, trim
-from .risk import INJECTION, REDACTED, has_secret, redact, secret_kinds
+from .risk import INJECTION, REDACTED, has_secret, redact, scan_memo, secret_kinds
 from .tools import SHELL_TOOLS, call_text, main_argument
 
 WEB_TOOLS = re.compile(r"web|browse|browser|fetch|http|url|crawl|scrape|internet|download", re.I)
@@ -729,9 +729,24 @@ def _mentions(token: str, text_lower: str) -> bool:
     core = token.strip("-'\"`").lower()
     if not core or core in nz.STOPWORDS or core.isdigit():
         return False
-    return any(
-        re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", text_lower) for t in {token.lower(), core} if len(t) >= 2
-    )
+    return any(_stands_alone(t, text_lower) for t in {token.lower(), core} if len(t) >= 2)
+
+
+def _word_edge(ch: str) -> bool:
+    return not (ch.isalnum() or ch in "_-")  # what `(?<![\w-])` and `(?![\w-])` read
+
+
+def _stands_alone(word: str, text: str) -> bool:
+    """``word`` occurs in ``text`` with no word character or hyphen on either side. Found by str.find, not by a
+    pattern per word: a session's thousands of distinct command words overflowed re's cache and compiled each one
+    again (a third of the analysis of a session with 5,000 corrections)."""
+    at = text.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or _word_edge(text[at - 1])) and (end == len(text) or _word_edge(text[end])):
+            return True
+        at = text.find(word, at + 1)
+    return False
 
 
 # A message that approves, or only asks, is not a correction unless it says what to do instead.
@@ -1425,6 +1440,24 @@ def _requests(messages, findings: list[dict]) -> list[dict]:
     return out
 
 
+# At most this many findings of one kind from one session, the first ones in the session. The real transcripts give
+# at most 18 (615 events); a session a pattern counts once, so the rest add nothing to any prevalence, and a pushed
+# session of 5,000 corrections made 15,000 texts to scan for secrets and as many evidence rows. Injections and secrets
+# are kept whole: each marks what must never become evidence.
+MAX_FINDINGS_PER_KIND = 200
+_UNCAPPED = frozenset({"injection", "secret"})
+
+
+def _capped(findings: list[dict]) -> list[dict]:
+    seen: dict[str, int] = {}
+    out = []
+    for f in findings:
+        n = seen[f["kind"]] = seen.get(f["kind"], 0) + 1
+        if n <= MAX_FINDINGS_PER_KIND or f["kind"] in _UNCAPPED:
+            out.append(f)
+    return out
+
+
 def analyze(doc: dict, served=()) -> AnalysisResult:
     """Findings of one canonical session document (contracts/session.schema.json)."""
     events = doc.get("events") or []
@@ -1442,14 +1475,17 @@ def analyze(doc: dict, served=()) -> AnalysisResult:
     findings += _notes(notes, actions, srv)
     findings += _injections(actions)
     findings += _requests(messages, findings)
-    # Nothing that looks like a secret leaves the analyzer, whatever signal it rode in on.
-    for f in [*findings, *srv.recurred]:
-        if f["kind"] == "secret":
-            continue
-        f["summary"] = redact(f["summary"])
-        for k in ("old", "new", "error", "query", "location"):
-            if isinstance(f.get(k), str):
-                f[k] = redact(f[k])
-        for e in f["evidence"]:
-            e["excerpt"] = redact(e["excerpt"])
-    return AnalysisResult(findings=findings, served_findings=srv.recurred)
+    findings, recurred = _capped(findings), _capped(srv.recurred)
+    # Nothing that looks like a secret leaves the analyzer, whatever signal it rode in on. A finding's old and new
+    # texts and its excerpts are mostly the same texts again (half of the scans): each is scanned once.
+    with scan_memo():
+        for f in [*findings, *recurred]:
+            if f["kind"] == "secret":
+                continue
+            f["summary"] = redact(f["summary"])
+            for k in ("old", "new", "error", "query", "location"):
+                if isinstance(f.get(k), str):
+                    f[k] = redact(f[k])
+            for e in f["evidence"]:
+                e["excerpt"] = redact(e["excerpt"])
+    return AnalysisResult(findings=findings, served_findings=recurred)
