@@ -154,3 +154,26 @@ def test_a_run_of_one_hidden_character_is_one_marker(client, world):
     """A megabyte of zero-width spaces is one marker with its count, not a marker per character."""
     html = page(client, world, _one_event(world, "a" + "\u200b" * 15_000 + "b"))
     assert "⟨U+200B ×15,000⟩" in html and html.count("⟨U+200B") == 1
+
+
+def test_a_tool_call_with_huge_arguments_is_drawn_a_part_of_its_json_at_a_time(client, world, monkeypatch):
+    """A `Write` of a megabyte: its arguments' JSON is drawn EVENT_CHARS at a time and scanned there, not read whole;
+    a secret in the part shown is redacted, and small arguments are still read with their keys."""
+    from memory.views import sessions as views
+
+    scanned = []
+    real = views.redact_window
+    monkeypatch.setattr(views, "redact_window", lambda t, a, b: scanned.append(b - a) or real(t, a, b))
+    key = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    content = f"token = {key}\n" + "".join(f"row {i:07d}\n" for i in range(100_000))
+    events = [
+        {"type": "tool_call", "id": "w1", "name": "Write", "arguments": {"file_path": "big.txt", "content": content}},
+        {"type": "tool_call", "id": "w2", "name": "Write", "arguments": {"password": "lanternfish42X"}},
+    ]
+    session = SessionFactory(team=world.team_a, external_id="big-args", events=events, event_count=2)
+    html = page(client, world, session)
+    assert len(html) < 200_000, len(html)
+    assert scanned == [views.EVENT_CHARS]
+    assert key not in html and "[REDACTED]" in html
+    assert "Characters 0–" in html and f"at={views.EVENT_CHARS}#event-0" in html
+    assert "lanternfish42X" not in html  # the small call: its value read under its key

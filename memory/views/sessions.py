@@ -102,6 +102,21 @@ def _clip(value, *, at: int | None = None, mark: str = "") -> tuple[str, dict | 
     return redact_window(value, at, end), clip
 
 
+def _clip_arguments(value, **here) -> tuple[str, dict | None]:
+    """A tool call's arguments as shown: a short object read with its keys (``_text``); one whose JSON runs past
+    EVENT_CHARS (a `Write` of a 5 MB file) drawn a part of its JSON at a time like any long text, since reading every
+    value of it for secrets took seconds and drew megabytes."""
+    if isinstance(value, str):
+        return _clip(value, **here)
+    try:
+        raw = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return _text(value), None
+    if len(raw) <= EVENT_CHARS:
+        return _text(value), None
+    return _clip(raw, **here)
+
+
 def _split_mark(text: str, mark: str) -> tuple[str, str, str] | None:
     """(before, match, after) around the first occurrence of an evidence excerpt, for <mark>; None if absent."""
     needle = (mark or "").strip().removesuffix("…").strip()[:MAX_MARK]
@@ -167,8 +182,9 @@ def event_rows(
             text, row["clip"] = _clip(event.get("content", ""), **here)
             row.update(role=event.get("role") or "?", text=text)
         elif kind == "tool_call":
+            text, row["clip"] = _clip_arguments(event.get("arguments", {}), **here)
             row.update(name=_text(event.get("name", "?")), call_id=_text(event.get("id", "")))
-            row.update(text=_text(event.get("arguments", {})), failed=item.get("failed", False))
+            row.update(text=text, failed=item.get("failed", False))
         elif kind == "tool_result":
             call = item["call"]
             call_event = events[call["index"]] if call else {}
