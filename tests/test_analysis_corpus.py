@@ -55,6 +55,8 @@ KNOWN_GAPS = {
         "events-utc",
     },
     "scenario-blind-13": {"crit-dupes"},  # "Critical vulnerabilities: fix within 7 days" ~ "CVSS 9.0+ inside one week"
+    # "Run `nix flake update` only on Mondays, in its own PR" ~ "flake.lock bumps go in a separate pull request"
+    "scenario-blind-15": {"lockfile-dupes"},
 }
 # A lesson found with fewer of its sessions than planted, known: two of blind-11's Flyway wordings (one names the
 # ticket it was learned on, one a file-name template) keep apart from the other three, 3 of 6 sessions found.

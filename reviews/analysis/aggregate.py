@@ -33,6 +33,7 @@ from .findings import (
 )
 from .risk import assess, redact, redact_draft
 from .skills import holds_step
+from .tools import own_name
 
 MAX_LEADERS = 24  # leaders kept per candidate block
 MAX_MEMBERS = 4  # representatives of one cluster per candidate block
@@ -959,10 +960,20 @@ def _merge_lookups(clusters: list[Cluster]) -> list[Cluster]:
 def entries_alike(e: Entry, o: Entry) -> bool:
     """Two memory entries state the same rule or fact, in whatever words."""
     common = len(e.salient & o.salient)
+    # Options are facts: "Library components build with -Wall -Werror." and "Executables build with -Wall -threaded
+    # -rtsopts." set different flags, whatever else they share; one's flags within the other's may be one rule.
+    opt_e, opt_o = nz.options(e.content), nz.options(o.content)
+    if opt_e and opt_o and not anchors_compatible(opt_e, opt_o):
+        return False
     if e.anchors or o.anchors:
         if not (e.anchors and o.anchors and anchors_compatible(e.anchors, o.anchors)):
             return False
         if common >= 2 and nz.overlap(e.salient, o.salient) >= 0.5:
+            return True
+        # The same version and the same option of the same tool, in sentences built otherwise ("Use Verilator 5.020
+        # or later; older releases lack --timing." ~ "The testbenches rely on --timing, so Verilator must be >=
+        # 5.020."): two concrete facts and the words around them shared.
+        if e.anchors == o.anchors and opt_e and opt_e == opt_o and common >= 2 and not parallel(e.content, o.content):
             return True
         # The same number of the same thing, spelt differently ("supports iOS 16 and later" ~ "the minimum target
         # is iOS sixteen"): all their numbers agree and one is counted by the same word.
@@ -1258,6 +1269,33 @@ def _delta_known(f: dict, index: MemoryIndex, agent: str | None) -> Entry | None
     return None
 
 
+def _delta_stale(f: dict, index: MemoryIndex, agent: str | None) -> tuple[Entry, tuple | None] | None:
+    """An entry that names what the fix took away (`format=pdf` of `dsar_export … format=pdf` that fails, where
+    `format=jsonl-zip` works) beside the tool itself, in words of its own ("export with dsar_export using
+    format=pdf"), and not what the fix put instead: memory still says the old way. With it, the swap of the one
+    argument when one replaced one, so the entry is corrected in its own words."""
+    new, old = f.get("new") or "", f.get("old") or ""
+    program = nz.program(old)
+    if not program or program != nz.program(new):
+        return None
+    removed = [t for t in sorted(nz.command_words(old) - nz.command_words(new)) if t not in _CHAIN_WORDS]
+    added = [t for t in sorted(nz.command_words(new) - nz.command_words(old)) if t not in _CHAIN_WORDS]
+    # Arguments, not the program; each distinctive (letters, not only a number or a stop word).
+    if not removed or any(t == program or not re.search(r"[a-z]{2}", t) or t in nz.STOPWORDS for t in removed):
+        return None
+    tool = _words_re(own_name(program) or program)  # `mcp__tools__dsar_export` is written `dsar_export`
+    for e in index.mentioning(removed[0]):
+        if (
+            _scope_ok(e, agent)
+            and tool.search(e.lower)
+            and all(_words_re(t).search(e.lower) for t in removed)
+            and not any(_words_re(t).search(e.lower) for t in added)
+        ):
+            swap = (removed[0], added[0]) if len(removed) == 1 and len(added) == 1 else None
+            return e, swap
+    return None
+
+
 def _version_sibling(new: str, index: MemoryIndex, agent: str | None) -> tuple[Entry, str, str] | None:
     """An entry that runs the same command with another version or number (`nvm use 16` where the sessions needed
     `nvm use 20`): (entry, its phrase, the phrase that works)."""
@@ -1288,6 +1326,9 @@ def _known_or_stale(c: Cluster, index: MemoryIndex, agent: str | None) -> tuple[
         sib = _version_sibling(f.get("new") or "", index, agent)
         if sib is not None:
             return "stale", sib[0], (sib[1], sib[2])
+        gone = _delta_stale(f, index, agent)
+        if gone is not None:
+            return "stale", gone[0], gone[1]
     return state, entry, None
 
 

@@ -280,8 +280,29 @@ def qualified_numbers(text: str) -> frozenset[tuple[str, str]]:
         for j in (i - 1, i + 1):
             word = toks[j] if 0 <= j < len(toks) else ""
             if word[:1].isalpha() and word not in STOPWORDS and not NUMBER_WORD_RE.fullmatch(word):
-                out.add((stem(word), value))
+                word = stem(word)
+                out.add((_UNIT_NAMES.get(word, word), value))
     return frozenset(out)
+
+
+# A unit's short forms are the unit ("72h" ~ "72 hours", "10 s" ~ "10 seconds", "30d" ~ "30 days"), by their stems.
+_UNIT_NAMES = {
+    **dict.fromkeys(("h", "hr", "hrs"), "hour"),
+    **dict.fromkeys(("s", "sec", "secs"), "second"),
+    **dict.fromkeys(("min", "mins"), "minut"),
+    **dict.fromkeys(("d", "days"), "day"),
+    **dict.fromkeys(("wk", "wks"), "week"),
+    **dict.fromkeys(("ms", "msec", "msecs"), "millis"),
+    **dict.fromkeys(("yr", "yrs"), "year"),
+}
+# A command-line option named in a text (`-Wall`, `--timing`): its own letters after one or two dashes, not the
+# second half of a hyphenated word (`in-band`) or a list's dash.
+OPTION_RE = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
+
+
+def options(text: str) -> frozenset[str]:
+    """The command-line options a text names, lower-cased: which flags a rule sets is part of what it says."""
+    return frozenset(o.lower().rstrip("-") for o in OPTION_RE.findall(URL_RE.sub(" ", text or "")))
 
 
 def words(text: str) -> list[str]:

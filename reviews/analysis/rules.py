@@ -501,9 +501,13 @@ def _fixes(
             # Looking around (status, listings, reads, searches) is not a replacement. A weak signal on its own: only
             # its recurrence across sessions makes it a lesson.
             b = window[0]
+            # A tool's search that failed with an error (not an empty answer: that was _lookups') and is asked again
+            # at once in another form (`email=…` refused by policy, then `subject_hash=…`) was corrected, not looked
+            # around. A shell search's next term is another look (its errors are its options: the same term again).
+            requery = a.is_search and not a.shell
             if (
                 b.name == a.name
-                and (not a.is_search or _search_term(b) == _search_term(a))
+                and (not a.is_search or _search_term(b) == _search_term(a) or requery)
                 and a.keyed
                 and b.keyed
                 and not _edits_code(a)
@@ -511,7 +515,7 @@ def _fixes(
                 and not b.failed
                 and b.arg.strip()
                 and not _same_call(a, b)
-                and (not _inspection(b) or _same_lookup(a, b))
+                and (not _inspection(b) or _same_lookup(a, b) or requery)
                 and (a.pos, b.pos) not in used
             ):
                 fixed = True
@@ -1035,14 +1039,19 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
             (served.recurred if served.has_command(hit) else out).append(found)
             break
     for b in actions:
-        # Straight to the right place after a wrong one: `read pinmux.h` (no such file) ... `read board.dts`.
-        if b.pos in consumed or b.failed or _missed(b) or not b.is_read or b.web or not b.arg.strip():
+        # Straight to the right place after a wrong one: `read pinmux.h` (no such file) ... `read board.dts`; or to
+        # the store that holds it (`consul kv get -recurse arena/matchmaker/` after `config/matchmaker.toml`).
+        if b.pos in consumed or b.failed or _missed(b) or b.web or not b.arg.strip():
+            continue
+        store = not b.is_read and _reads_store(b)
+        if not (b.is_read or store):
             continue
         hit = b.arg.strip()
+        where = hit if store else _target(b)
         missed = [
             m
             for m in actions[max(0, b.pos - HUNT) : b.pos]
-            if _missed(m) and m.pos not in consumed and _related(_target(m), _target(b))
+            if _missed(m) and m.pos not in consumed and (_related(_target(m), where) or _answers(b, m))
         ]
         if not missed or any(_target(m) == _target(b) for m in missed):
             continue
@@ -1087,6 +1096,30 @@ def _distinctive(term: str, hit: str) -> bool:
         return True
     root = term[: wild.start()].strip("'\" ").rstrip("/")
     return not (root and hit.startswith(root + "/") and not _term_words(term[wild.start() :]))
+
+
+# A shell command that reads a value from where it is kept, by its verb: `consul kv get`, `vault kv get`, `etcdctl
+# get`, `kubectl describe configmap`, `aws ssm get-parameter`, `git show main:path`, `helm get values`.
+STORE_VERBS = frozenset({"get", "read", "show", "describe", "cat", "get-parameter", "get-parameters", "get-object"})
+
+
+def _reads_store(a: Action) -> bool:
+    return a.shell and any(t in STORE_VERBS for t in nz.command_tokens(a.arg)[1:4])
+
+
+def _answers(found: Action, missed: Action) -> bool:
+    """A search that found nothing, answered by what the agent read next: most of its words, two at least, are in
+    that text ("erlang node name distribution" ~ a file setting `RELEASE_NODE` "node name for the release",
+    `RELEASE_DISTRIBUTION`), though the file's name shares none of them."""
+    if not missed.is_search:
+        return False
+    sought = _term_words(_search_term(missed))
+    if len(sought) < 2:
+        return False
+    have = _term_words(found.output[:4000])
+    stems = {nz.stem(w) for w in have}
+    hits = {w for w in sought if w in have or nz.stem(w) in stems}
+    return len(hits) >= 2 and 2 * len(hits) >= len(sought)
 
 
 def _related(missed: str, found: str) -> bool:

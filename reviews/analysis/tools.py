@@ -43,6 +43,11 @@ def main_argument(arguments: dict) -> str | None:
     return None
 
 
+def own_name(name: str) -> str:
+    """A tool's own name without its server or namespace (`mcp__tools__esign`, `functions.kubectl`)."""
+    return re.split(r"__|[./:]", name)[-1] if name else ""
+
+
 def call_text(name: str, arg: str) -> str:
     """How a non-shell call reads in a lesson: ``tool argument``, except that an argument which is already a command
     line naming the tool (a CLI wrapped as a tool: ``kubectl`` called with ``kubectl get pods``) is not prefixed
@@ -50,8 +55,7 @@ def call_text(name: str, arg: str) -> str:
     the person and the memory write."""
     arg = arg.strip()
     first = arg.split(None, 1)[0] if arg else ""
-    # the tool's own name without its server or namespace (`mcp__tools__esign`, `functions.kubectl`)
-    own = re.split(r"__|[./:]", name)[-1] if name else ""
+    own = own_name(name)
     if own and first.lower() == own.lower():
         return arg
     return f"{name} {arg}".strip()
