@@ -60,14 +60,15 @@ def page(browser):
     context = browser.new_context(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
     page = context.new_page()
     page.set_default_timeout(10_000)
-    # Requests the page still has in flight (a panel htmx loads after the page) must end before the test's database
-    # is flushed: a live-server thread still reading while the flush truncates deadlocks with it.
+    # Requests still in flight (a panel htmx loads after the page) must end before the test's database is flushed: a
+    # live-server thread still reading while the flush truncates deadlocks with it. Counted over the whole context, so
+    # a second page a test opens counts too, and waited for up to 15 s (a loaded machine took more than 5).
     inflight: set = set()
-    page.on("request", lambda request: inflight.add(request))
-    page.on("requestfinished", lambda request: inflight.discard(request))
-    page.on("requestfailed", lambda request: inflight.discard(request))
+    context.on("request", lambda request: inflight.add(request))
+    context.on("requestfinished", lambda request: inflight.discard(request))
+    context.on("requestfailed", lambda request: inflight.discard(request))
     yield page
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 15
     while inflight and time.monotonic() < deadline:
         page.wait_for_timeout(50)
     context.close()
