@@ -64,7 +64,9 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
             # Sentry, Supabase, Linear, Postman; Databricks; Vault; Doppler; a Discord bot token (id.timestamp.hmac)
             r"\b(?:sntry[su]_|sbp_|lin_api_|PMAK-)[A-Za-z0-9_-]{20,}|\bdapi[0-9a-f]{32}\b|\bhv[sbr]\.[A-Za-z0-9_-]{20,}|"
             r"\bdp\.(?:st|pt|sa|ct|scim|audit)\.(?:[a-z0-9_-]+\.)?[A-Za-z0-9]{20,}|"
-            r"\b[MN][A-Za-z0-9]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}"
+            r"\b[MN][A-Za-z0-9]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}|"
+            # Pulumi, Buildkite agent and API tokens, a Google OAuth access token
+            r"\bpul-[0-9a-f]{40}\b|\bbk(?:ua|ca)_[A-Za-z0-9]{20,}|\bya29\.[A-Za-z0-9_-]{20,}"
         ),
     ),
     # `Authorization: Bearer <token>`, `Basic <base64>`: the credential after the scheme word.
@@ -122,8 +124,42 @@ POSITIONAL_SECRETS: list[tuple[str, re.Pattern]] = [
         re.compile(
             r"(?:\b(?:docker|podman|nerdctl|buildah|skopeo|helm(?:\s+registry)?)\s+login\b[^\n|;]*?\s-p\s+|"
             r"\bredis-cli\b[^\n|;]*?\s-a\s+|\bldap\w*\b[^\n|;]*?\s-w\s+|\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;]*?\s-P\s*|"
-            r"\bhtpasswd\s+(?=(?:[^\n|;]*\s)?-\w*b)(?:-\w+\s+)*[^\s-]\S*\s+\S+\s+)"
+            r"\bhtpasswd\s+(?=(?:[^\n|;]*\s)?-\w*b)(?:-\w+\s+)*[^\s-]\S*\s+\S+\s+|"
+            # Java's keytool, zip, the Azure CLI, Sysinternals' PsExec; RabbitMQ's and Windows' user commands
+            r"\s-(?:src|dest)?(?:store|key)pass\s+|\bzip\b[^\n|;]*?\s-P\s+|\baz\s+login\b[^\n|;]*?\s-p\s+|"
+            r"\b(?i:psexec)(?:64)?(?:\.exe)?\b[^\n|;]*?\s-p\s+|"
+            r"\brabbitmqctl\s+(?:add_user|change_password|authenticate_user)\s+\S+\s+|\bnet\s+user\s+[^\s/]+\s+(?=[^\s/*]))"
             r"['\"]?(?P<value>[^\s'\"`-][^\s'\"`]{3,})"
+        ),
+    ),
+    # 7-Zip's password glued to its option (`7z a -pS3cret archive.7z`); `chpasswd` fed `user:password`.
+    ("command-line password", re.compile(r"\b7za?\b[^\n|;]*?\s-p(?P<value>[^\s'\"`-][^\s'\"`]{3,})")),
+    (
+        "command-line password",
+        re.compile(r"\becho\s+['\"]?[\w.-]+:(?P<value>[^\s'\"`]{4,})['\"]?\s*\|\s*(?:sudo\s+)?chpasswd\b"),
+    ),
+    # PHP's `define('DB_PASSWORD', 'X')` (WordPress' configuration).
+    (
+        "credential",
+        re.compile(
+            r"(?i)\bdefine\(\s*['\"]\w*(?:password|passwd|secret|token|api_?key)\w*['\"]\s*,\s*['\"](?P<value>[^'\"]{4,})['\"]"
+        ),
+    ),
+    # "I reset the admin pw to X", "changed the password to X": the value a password was set to.
+    (
+        "credential",
+        re.compile(
+            r"(?i)\b(?:set|reset|changed?|updated?|rotated?)\s+(?:the\s+|my\s+|our\s+)?(?:[\w-]+\s+){0,2}"
+            r"(?:password|passwd|pwd|pw|passphrase)\s+to\s+['\"`]?(?P<value>(?=\S*[\d!#$%&*?@])[^\s'\"`,;]{6,})"
+        ),
+    ),
+    # A password in a note in Japanese, Chinese or Korean ("パスワードは「X」です", "密码：X", "비밀번호: X"): the value
+    # after the word, its particle or colon; printable ASCII with a letter or digit (a sentence goes on in the script).
+    (
+        "credential",
+        re.compile(
+            r"(?:パスワード|暗証番号|密码|密碼|口令|비밀번호|암호)\s*(?:は|是|为|為|는|은)?\s*[:：]?\s*[「『\"'“]?"
+            r"(?P<value>(?=[!-~]*[A-Za-z0-9])[!-~]{4,}?)(?=[」』\"'”、。，,]|\s|$|[^!-~])"
         ),
     ),
     # A `.netrc` line: `machine HOST login USER password X`.
@@ -155,7 +191,8 @@ SESSION_COOKIE = re.compile(
 # `password=...`, `api key is ...`, `token: ...`: the value after a credential word.
 ASSIGNED_SECRET = re.compile(
     r"(?i)(?:(?<![a-z])(?P<word>password|passwd|pass|pwd|pw|passphrase|passwort|kennwort|contrase[ñn]a|mot de passe|"
-    r"senha|wachtwoord|l[öo]senord|salasana|has[łl]o|пароль|secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|dsn|"
+    r"senha|wachtwoord|l[öo]senord|salasana|has[łl]o|[şs]ifre(?:si)?|пароль|"
+    r"secret|token|api[_ -]?key|apikey|access[_ -]?key|auth|dsn|"
     r"credentials?|private[_ -]?key|client[_ -]?secret|bearer)"
     # ... or the end of a longer name (`dbPassword`, `PGPASSWORD`, `authToken`, `clientSecret`): only the long words
     r"|(?<=[a-z0-9])(?P<glued>password|passwd|passphrase|secret|token|apikey)"
@@ -165,17 +202,21 @@ ASSIGNED_SECRET = re.compile(
     # a key in quotes (`"password": "…"`, `'password' => '…'`, `\"password\":\"…\"` in a logged JSON string)
     r"(?:\\?['\"])?"
     # "the secret for the smoke bucket is X": a short qualifier between the word and its value
-    r"(?:\s+(?:for|of|to|on|in)\s+[\w .-]{1,40}?)?"
-    r"(?:\s+(?:is|was|ist|es|est|é|är|jest)\b|\s+(?:=>|[=:])|\s*(?:=>|[:=]))"
+    r"(?:\s+(?:for|of|to|on|in|für|fuer|de|du|des|da|do|dos|das|del|della|dello|dei|voor|van|dla|för|för)\s+"
+    r"[\w .-]{1,40}?)?"
+    # ... and the verbs and colons that give it, in the languages teams write notes in
+    r"(?:\s+(?:is|was|ist|lautet|es|est|é|è|är|jest|är)(?!\w)|\s+(?:=>|[=:])|\s*(?:=>|[:=]))"
     # a quoted value is taken whole, spaces and punctuation included (`"correct horse battery staple"`)
-    r"\s*(?:\\?(?P<quote>['\"`])(?P<quoted>[^'\"`\\\n]{4,200})\\?(?P=quote)|\\?['\"`]?(?P<value>[^\s'\"`,;\\]{6,}))"
+    # on the same line: `KEY=` with nothing after it is empty, not the next line's text
+    r"[^\S\n]*(?:\\?(?P<quote>['\"`])(?P<quoted>[^'\"`\\\n]{4,200})\\?(?P=quote)|\\?['\"`]?(?P<value>[^\s'\"`,;\\]{6,}))"
 )
 # A value after a credential name that is no secret: a reference to one (`${DB_PASSWORD}`, `$TOKEN`, `%NPM_TOKEN%`,
 # `os.environ["X"]`, `process.env.X`, `settings.SECRET`), a placeholder (`<YOUR_TOKEN>`, `********`,
 # `your-api-key-here`), a type (`str`, `Optional[str]`) or a path to a file that holds it.
 _NOT_A_VALUE = re.compile(
     r"(?i)^(?:\$\{?\{?[\w.\s]+\}?\}?|%\w+%|[A-Za-z_][A-Za-z_]*\d?(?:\.[A-Za-z_][A-Za-z_]*\d?)+(?:[\[(].*)?|\w+[\[(].*|"
-    r"<[^>]*>?|[*x•.]{3,}|.*(?:your[_ -]?|[_-]here\b|placeholder|xxxx).*|(?:~|\.{1,2})?/\S*|[a-z]:\\\S*|!\w+|"
+    r"<[^>]*>?|[*x•.]{3,}|[\w-]{0,8}(?:\.{3}|…)|.*(?:your[_ -]?|[_-]here\b|placeholder|xxxx).*|"
+    r"(?:~|\.{1,2})?/\S*|[a-z]:\\\S*|!\w+|"
     r"(?:optional\[)?(?:str|string|secretstr|bytes|int|none|null|true|false)\]?)$"
 )
 # Words that describe a credential rather than being it, as the last part of a hyphenated value ("the password is
@@ -245,7 +286,7 @@ _PASSWORD_WORDS = re.compile(
 _HEX_OR_UUID = re.compile(r"[0-9a-f]{7,64}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _DIGEST_BEFORE = re.compile(
     r"(?i)\b(?:commit|merge|branch|tag|ref|sha\d*|hash|digest|checksum|etag|ids?|uuid|guid|rev(?:ision)?|request|trace|"
-    r"span|build|version|object|blob|tree|record|md5|crc\d*)\b[\s:=#'\"`-]*"
+    r"span|build|version|object|blob|tree|record|md5|crc\d*|event|fingerprint)(?:[_-]?ids?)?\b[\s:=#'\"`-]*"
     # up to two words between, none of them a credential word (`wandb login <hex>` after "re-run" is a key)
     r"(?:(?!(?:key|token|secret|passw(?:or)?d|pwd|pw|credentials?|creds|api|auth|bearer|login|dsn)s?\b)\S+\s+){0,2}$"
 )
@@ -253,9 +294,13 @@ _DIGEST_BEFORE = re.compile(
 # hash (`sha512-…`), a go.sum hash (`h1:…`), a data URL's payload (`;base64,…`), an SSH public key (`ssh-ed25519 AAAA…`,
 # the wire format's `AAAA` start), an image's own bytes (PNG, JPEG, GIF); and public object ids (Stripe's `pi_`, `evt_`,
 # `cus_`: their secret keys are `sk_`/`rk_`, caught by name).
-_PUBLIC_BEFORE = re.compile(r"(?:\bh1:|;base64,|\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-\S+@openssh\.com) )$")
+_PUBLIC_BEFORE = re.compile(
+    r"(?:\bh1:|;base64,|\b(?:SHA256|SHA1|MD5):|\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-\S+@openssh\.com) )$"
+)
 _PUBLIC_START = re.compile(
-    r"(?:sha(?:1|256|384|512)-|AAAA[BCE][0-9][A-Za-z]|iVBORw0KGgo|/9j/|R0lGOD|"
+    # ... and a PEM certificate or public key in base64 (a kubeconfig's `certificate-authority-data`)
+    r"(?:sha(?:1|256|384|512)-|AAAA[BCE][0-9][A-Za-z]|iVBORw0KGgo|/9j/|R0lGOD|LS0tLS1CRUdJTiBDRVJUSUZJQ0FU|"
+    r"LS0tLS1CRUdJTiBQVUJMSUMg|"
     r"(?:pi|ch|cus|evt|in|sub|price|prod|req|txn|po|re|seti|src|card|ba|acct|cs|pm|ii|il|si|tr|py|prv|ipi)_[A-Za-z0-9]{14,}$)"
 )
 
@@ -309,7 +354,7 @@ def _looks_random(tok: str) -> bool:
 
 # Each alternative reads a part one way only (a capital starts the next word), so a long run of letters followed by
 # what fails is rejected in one pass: `(?:[A-Z]?[a-z]+)+` tried every split of it (55 s for one corpus).
-_PLAIN_PART = re.compile(r"[a-z]+|[A-Z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*|\d+")
+_PLAIN_PART = re.compile(r"[a-z]+|[A-Z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*|\d+|[A-Za-z]{1,2}\d{1,2}")
 
 
 # A name made of words with numbers between them (`buildWindows64Player`, `enableHttp2Push`, `IPv6OnlyMode`): each
@@ -381,10 +426,35 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
     return list(spans)
 
 
+# A certificate or a public key in PEM: public by what it is, however random its lines look.
+PUBLIC_PEM = re.compile(
+    r"-----BEGIN (?:TRUSTED )?(?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|X509 CRL|CERTIFICATE REQUEST|NEW CERTIFICATE "
+    r"REQUEST)-----[\s\S]{0,20000}?-----END [A-Z0-9 ]{3,40}-----"
+)
+
+
+def _no_password(credentials: str) -> bool:
+    """`user:${DB_PASSWORD}`, `app:********`: a URL's password that is a reference to one or already masked."""
+    password = credentials.partition(":")[2]
+    return bool(_NOT_A_VALUE.match(password))
+
+
 def _scan(text: str) -> list[tuple[str, int, int]]:
+    spans = _scan_all(text)
+    if "-----BEGIN" in text:
+        public = [(m.start(), m.end()) for m in PUBLIC_PEM.finditer(text)]
+        spans = [sp for sp in spans if not any(a <= sp[1] and sp[2] <= b for a, b in public)]
+    return spans
+
+
+def _scan_all(text: str) -> list[tuple[str, int, int]]:
     spans: list[tuple[str, int, int]] = []
     for name, pat in SECRET_PATTERNS:
-        spans += [(name, m.start(), m.end()) for m in pat.finditer(text)]
+        spans += [
+            (name, m.start(), m.end())
+            for m in pat.finditer(text)
+            if not (name == "URL credentials" and _no_password(m.group(0)))
+        ]
     spans += _url_secrets(text)
     for name, pat in POSITIONAL_SECRETS:
         spans += [(name, m.start("value"), m.end("value")) for m in pat.finditer(text)]
@@ -401,6 +471,7 @@ def _scan(text: str) -> list[tuple[str, int, int]]:
             value.startswith(REDACTED)
             or value.lower() in ("required", "needed", "missing")
             or _NOT_A_VALUE.match(value)
+            or _NOT_A_VALUE.match(m.group("value"))  # `sk-...`: the ellipsis is the placeholder
         ):
             continue
         if (m.group("glued") or m.group("named")) and value.isdigit():
