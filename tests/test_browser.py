@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-import time
+import threading
 from pathlib import Path
 
 import pytest
+from django.core.signals import request_finished, request_started
 
 from memory.models import MemoryEntry
 from reviews.models import DreamRun, Proposal, RunStatus
@@ -60,18 +61,41 @@ def page(browser):
     context = browser.new_context(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
     page = context.new_page()
     page.set_default_timeout(10_000)
-    # Requests still in flight (a panel htmx loads after the page) must end before the test's database is flushed: a
-    # live-server thread still reading while the flush truncates deadlocks with it. Counted over the whole context, so
-    # a second page a test opens counts too, and waited for up to 15 s (a loaded machine took more than 5).
-    inflight: set = set()
-    context.on("request", lambda request: inflight.add(request))
-    context.on("requestfinished", lambda request: inflight.discard(request))
-    context.on("requestfailed", lambda request: inflight.discard(request))
-    yield page
-    deadline = time.monotonic() + 15
-    while inflight and time.monotonic() < deadline:
-        page.wait_for_timeout(50)
-    context.close()
+    # Requests still being served (a panel htmx loads after the page, or when a full-page screenshot scrolls it into
+    # view) must end before the test's database is flushed: a live-server thread still reading while the flush
+    # truncates deadlocks with it. So the browser is closed first (no new request can start) and then the server's
+    # own count of requests it is serving, kept by Django's request signals in its threads, is waited down to zero.
+    serving = _Serving()
+    request_started.connect(serving.start)
+    request_finished.connect(serving.finish)
+    try:
+        yield page
+    finally:
+        context.close()
+        serving.wait_idle(15)
+        request_started.disconnect(serving.start)
+        request_finished.disconnect(serving.finish)
+
+
+class _Serving:
+    """How many requests the live server's threads are serving right now."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.idle = threading.Condition()
+
+    def start(self, **kwargs) -> None:
+        with self.idle:
+            self.count += 1
+
+    def finish(self, **kwargs) -> None:
+        with self.idle:
+            self.count = max(0, self.count - 1)
+            self.idle.notify_all()
+
+    def wait_idle(self, seconds: float) -> None:
+        with self.idle:
+            self.idle.wait_for(lambda: self.count == 0, timeout=seconds)
 
 
 def sign_in(page, live_server, username: str) -> None:

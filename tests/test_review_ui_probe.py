@@ -37,10 +37,16 @@ def shoot(target, name: str) -> str:
     if hasattr(target, "goto"):
         target.screenshot(path=str(path), full_page=True)
         return str(path)
+    timeout = pytest.importorskip("playwright.sync_api").TimeoutError
     try:
         target.screenshot(path=str(path))
-    except pytest.importorskip("playwright.sync_api").TimeoutError:
-        target.screenshot(path=str(path), timeout=30_000)
+    except timeout:
+        try:
+            target.screenshot(path=str(path), timeout=10_000)
+        except timeout:
+            # Gone from the page (a later swap replaced it): the whole page is what there is to look at; the test's
+            # assertions, not its pictures, decide.
+            target.page.screenshot(path=str(path), full_page=True)
     return str(path)
 
 
