@@ -117,11 +117,16 @@ def _calls(*steps) -> list[dict]:
     return ev
 
 
-def _kinds(events) -> dict[str, list[dict]]:
+def _kinds(*steps) -> dict[str, list[dict]]:
+    """The findings of a session of these calls, by kind."""
     out: dict[str, list[dict]] = {}
-    for f in rules.analyze(session_doc("s", events)).findings:
+    for f in rules.analyze(session_doc("s", _calls(*steps))).findings:
         out.setdefault(f["kind"], []).append(f)
     return out
+
+
+def _located(kinds: dict[str, list[dict]]) -> list[str]:
+    return [f.get("location", "") for f in kinds.get("rediscovered_knowledge", [])]
 
 
 @pytest.mark.parametrize(
@@ -141,20 +146,16 @@ def _kinds(events) -> dict[str, list[dict]]:
 )
 def test_a_search_that_found_nothing_answered_by_the_file_read_next_is_a_lookup(query, path, text):
     kinds = _kinds(
-        _calls(
-            ("search", {"query": query}, "No matches found.", False),
-            ("read_file", {"path": path}, text, False),
-        )
+        ("search", {"query": query}, "No matches found.", False),
+        ("read_file", {"path": path}, text, False),
     )
-    assert any(path in f.get("location", "") for f in kinds.get("rediscovered_knowledge", [])), kinds
+    assert any(path in loc for loc in _located(kinds)), kinds
 
 
 def test_a_file_read_after_an_unrelated_empty_search_is_not_a_lookup():
     kinds = _kinds(
-        _calls(
-            ("search", {"query": "payment retry backoff"}, "No matches found.", False),
-            ("read_file", {"path": "docs/team.md"}, "# Team\nWho is on call this week.", False),
-        )
+        ("search", {"query": "payment retry backoff"}, "No matches found.", False),
+        ("read_file", {"path": "docs/team.md"}, "# Team\nWho is on call this week.", False),
     )
     assert "rediscovered_knowledge" not in kinds
 
@@ -169,20 +170,16 @@ def test_a_file_read_after_an_unrelated_empty_search_is_not_a_lookup():
 )
 def test_a_value_read_from_its_store_after_a_missing_file_is_a_lookup(command):
     kinds = _kinds(
-        _calls(
-            ("read_file", {"path": "config/matchmaker.toml"}, "Error: No such file or directory", True),
-            ("bash", {"command": command}, "matchmaker/queue_timeout:45", False),
-        )
+        ("read_file", {"path": "config/matchmaker.toml"}, "Error: No such file or directory", True),
+        ("bash", {"command": command}, "matchmaker/queue_timeout:45", False),
     )
-    assert any(command in f.get("location", "") for f in kinds.get("rediscovered_knowledge", [])), kinds
+    assert any(command in loc for loc in _located(kinds)), kinds
 
 
 def test_a_passing_test_run_after_a_missing_file_is_not_a_lookup():
     kinds = _kinds(
-        _calls(
-            ("read_file", {"path": "src/matchmaker.py"}, "Error: No such file or directory", True),
-            ("bash", {"command": "pytest tests/test_matchmaker.py"}, "3 passed", False),
-        )
+        ("read_file", {"path": "src/matchmaker.py"}, "Error: No such file or directory", True),
+        ("bash", {"command": "pytest tests/test_matchmaker.py"}, "3 passed", False),
     )
     assert "rediscovered_knowledge" not in kinds
 
@@ -196,19 +193,15 @@ def test_a_passing_test_run_after_a_missing_file_is_not_a_lookup():
 )
 def test_a_tools_search_asked_again_in_another_form_after_an_error_is_a_correction(tool, old, new, error):
     kinds = _kinds(
-        _calls(
-            (tool, {"query": old}, error, True),
-            (tool, {"query": new}, "3 results", False),
-        )
+        (tool, {"query": old}, error, True),
+        (tool, {"query": new}, "3 results", False),
     )
     assert [f["new"] for f in kinds.get("corrected_command", [])] == [f"{tool} {new}"], kinds
 
 
 def test_a_shell_search_for_another_term_after_an_error_is_not_a_correction():
     kinds = _kinds(
-        _calls(
-            ("bash", {"command": "grep -P 'a(?=b' src"}, "grep: unmatched ( or \\(", True),
-            ("bash", {"command": "grep -rn TODO src"}, "src/a.py:1: # TODO", False),
-        )
+        ("bash", {"command": "grep -P 'a(?=b' src"}, "grep: unmatched ( or \\(", True),
+        ("bash", {"command": "grep -rn TODO src"}, "src/a.py:1: # TODO", False),
     )
     assert "corrected_command" not in kinds
