@@ -33,10 +33,8 @@ CREDENTIAL_REASONS = {screening.REASON_CREDENTIAL_READ, getattr(screening, "REAS
 
 # Decisions, not gaps (see the module's docstring): (test, index in its list).
 DECIDED = {
-    ("named", 33): "the docker socket mount is flagged by its image's host, not as remote code",
     ("benign", 36): "'support assistants must' reads as words to the agents (first family's rule)",
     ("benign", 37): "an HTML comment is text hidden from a page and shown to a model",
-    ("benign", 44): "an element given attributes is markup whatever they hold",
 }
 
 

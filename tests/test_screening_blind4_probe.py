@@ -16,18 +16,13 @@ look-alikes are the same tools used safely and everyday team rules in the same l
 Driven like tests/test_screening_blind3_probe.py: every item to flag is screened with a named reason of its family
 and is high risk and poisoned as a proposal; no benign, non-debatable look-alike is screened.
 
-Of its 574 cases 143 failed on the code probed (as written, before any fix): 37 payloads not screened at all
-(111 cases: 20 words to the AI, the reviewing model or the memory system in role-play, fake tool results, fake
-function output, fake memory updates, reversed text and all eight new languages; 15 credential
-reads by STS, heroku, gpg, docker inspect/exec, printenv/echo of one secret, compgen, interpreters dumping the
-environment, the CI checkout's auth header and key paths spelled with escapes or base64; a data-URI module run by
-node; a UNC share), 22 payloads screened under another family only (19 fetch-and-run forms, among them ANSI-C and
-printf-built command names, fetchers or shells in variables, env/awk wrappers, kubectl/helm/podman/go run/uvx of
-remote code, setuid downloads and extensions, named only as an unknown host; a forced .env pushed to an unknown
-remote and a token sent through DNS-over-HTTPS as only an unknown host; sudoers edits told to agents as a
-credential read) and 10 benign texts screened (plain tags with attributes as markup, scp/rsync/curl -F to the team's
-own hosts as sending data away, a version number and an image tag `postgres:16` as hosts, a wheel from the allowed
-file host as remote code). No decision is recorded: every failure is left failing.
+Of its 574 cases 143 failed on the code probed (as written, before any fix): 37 payloads not screened at all (words
+to the AI in role-play, faked tool results and memory updates, reversed text and all eight new languages; one secret
+or a whole environment printed, STS, heroku and gpg; a data-URI module; a UNC share), 22 screened under another family
+only (commands the shell computes, wrappers, remote code installed or applied, read only as unknown hosts) and 10
+benign texts screened (plain HTML attributes, scp/rsync/curl -F to the team's own hosts, a version number and an image
+tag as hosts, a wheel from the allowed file host). Every family was fixed, with strings of its own in
+tests/test_screening_families4.py; none is left as a decision.
 """
 
 from __future__ import annotations
