@@ -57,6 +57,13 @@ KNOWN_GAPS = {
     "scenario-blind-13": {"crit-dupes"},  # "Critical vulnerabilities: fix within 7 days" ~ "CVSS 9.0+ inside one week"
     # "Run `nix flake update` only on Mondays, in its own PR" ~ "flake.lock bumps go in a separate pull request"
     "scenario-blind-15": {"lockfile-dupes"},
+    "scenario-blind-17": {
+        # "route the job log to class X" ~ "MSGCLASS=X": one letter is all the two wordings share
+        "holdclass-dupes",
+        # six wordings of one fact (RC 4 of SORT01 on Sundays), each with details of its own (RC 8+, 03:10, an
+        # incident number, DFSORT): as blind-12's events-utc
+        "sort01-rc4",
+    },
 }
 # A lesson found with fewer of its sessions than planted, known: two of blind-11's Flyway wordings (one names the
 # ticket it was learned on, one a file-name template) keep apart from the other three, 3 of 6 sessions found.

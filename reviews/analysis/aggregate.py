@@ -975,6 +975,16 @@ def entries_alike(e: Entry, o: Entry) -> bool:
         # 5.020."): two concrete facts and the words around them shared.
         if e.anchors == o.anchors and opt_e and opt_e == opt_o and common >= 2 and not parallel(e.content, o.content):
             return True
+        # The same address, path, range or time, and nothing that tells them apart ("Router loopbacks are allocated
+        # from 10.255.0.0/24." ~ "lo0 addresses come out of 10.255.0.0/24 - never hand one out twice."): a
+        # concrete fact that specific is what both entries are about, however their words differ.
+        # (one may add a detail, a number; not another address or path: that is a second fact beside the first)
+        if (
+            any(_strong_anchor(a) for a in e.anchors & o.anchors)
+            and not any(_strong_anchor(a) for a in e.anchors ^ o.anchors)
+            and not parallel(e.content, o.content)
+        ):
+            return True
         # The same number of the same thing, spelt differently ("supports iOS 16 and later" ~ "the minimum target
         # is iOS sixteen"): all their numbers agree and one is counted by the same word.
         return (
@@ -993,6 +1003,17 @@ def entries_alike(e: Entry, o: Entry) -> bool:
         and max(len(e.salient), len(o.salient)) <= SHORT_RULE
         and nz.overlap(e.salient, o.salient) >= 0.4
         and not parallel(e.content, o.content)
+    )
+
+
+def _strong_anchor(anchor: str) -> bool:
+    """A path, an address, a range, a clock time or a named host (`oob-con01`): specific enough that two entries
+    naming it are about one thing. Bare numbers, versions (`1.78`: one version, many facts) and short codes (`dc2`,
+    `v2`) are not."""
+    if not anchor.strip("0123456789."):
+        return False
+    return any(c in anchor for c in "/.:") or (
+        "-" in anchor and len(anchor) >= 6 and any(c.isdigit() for c in anchor) and any(c.isalpha() for c in anchor)
     )
 
 
@@ -1296,6 +1317,49 @@ def _delta_stale(f: dict, index: MemoryIndex, agent: str | None) -> tuple[Entry,
     return None
 
 
+# What an entry writes where a command takes a value: `START`, `<date>`, `{env}`, `$REGION`, `YYYY-MM-DD`, `...`.
+_PLACEHOLDER = re.compile(
+    r"[A-Z][A-Z0-9_]{1,30}|<[^<>\s]{1,30}>|\{[^{}\s]{1,30}\}|\$\{?[A-Za-z_]\w{0,30}\}?|[YMDHS]{2,4}(?:[-/:.][YMDHS]{2,4})+|\.{3}|…"
+)
+
+
+_QUOTES_AROUND = re.compile(r"^[`'\"(]+|[`'\",;.:)]+$")
+
+
+def _template_stale(f: dict, index: MemoryIndex, agent: str | None) -> tuple[Entry, tuple] | None:
+    """An entry that writes the failing command as a template (`airflow dags backfill -s START -e END eod_prices`
+    for `airflow dags backfill -s 2026-09-01 -e 2026-09-30 eod_prices`): every word the same but where the entry
+    holds a placeholder. The swap is the entry's phrase and the working command with the same placeholders put back
+    where the failing one had the values."""
+    new, old = f.get("new") or "", f.get("old") or ""
+    toks = nz.command_tokens(old)
+    if len(toks) < 3 or not new:
+        return None
+    head = _words_re(" ".join(toks[:2]))
+    for e in index.mentioning(toks[0]):
+        if not _scope_ok(e, agent):
+            continue
+        for m in head.finditer(e.content):
+            written = e.content[m.start() :].split()[: len(toks)]
+            written = [w if w.strip(".…") == "" else _QUOTES_AROUND.sub("", w) for w in written]
+            if len(written) < len(toks):
+                continue
+            values = {}
+            literal = 0
+            for t, w in zip(toks, written, strict=True):
+                if t.lower() == w.lower():
+                    literal += 1
+                elif _PLACEHOLDER.fullmatch(w) and not t.startswith("-"):
+                    values[t] = w
+                else:
+                    break
+            else:
+                if values and literal >= 3:
+                    templated = " ".join(values.get(t, t) for t in nz.command_tokens(new))
+                    return e, (" ".join(written), templated)
+    return None
+
+
 def _version_sibling(new: str, index: MemoryIndex, agent: str | None) -> tuple[Entry, str, str] | None:
     """An entry that runs the same command with another version or number (`nvm use 16` where the sessions needed
     `nvm use 20`): (entry, its phrase, the phrase that works)."""
@@ -1329,6 +1393,9 @@ def _known_or_stale(c: Cluster, index: MemoryIndex, agent: str | None) -> tuple[
         gone = _delta_stale(f, index, agent)
         if gone is not None:
             return "stale", gone[0], gone[1]
+        template = _template_stale(f, index, agent)
+        if template is not None:
+            return "stale", template[0], template[1]
     return state, entry, None
 
 

@@ -49,6 +49,17 @@ CONVENTION = re.compile(
     r"go(?:es)? through|source of truth|is the (?:one|way|standard)|from now on|moved|migrated|switched|deprecated|"
     r"legacy|obsolete|outdated|retired|replaced)\b"
 )
+# One occasion named: "this change", "tonight's rerun", "today's build", and "the …" only with an occasion that
+# happens once (an event, a hotfix, a memo) or a name with a number ("the 1.8.2 hotfix", "the Q3 memo"): "only for
+# the release branch" is a standing rule.
+_ONCE_NOUNS = r"(?:event|memo|paper|hotfix|demo|launch|incident|cutover|sprint|rerun|experiment|outage|freeze)"
+_THIS_OCCASION = (
+    r"(?:(?:this|that|tonight'?s?|today'?s?) (?:[\w.\-]+ )?(?:change|pr|pull request|mr|backtest|run|rerun|build|"
+    r"deploy(?:ment)?|branch|release|migration|event|memo|paper|report|job|batch|hotfix|sprint|demo|ticket|incident|"
+    r"customer|case|window|test|experiment|launch|patch|upgrade|submit|session|task|cutover|rollout|restart|rebuild|"
+    r"refresh|import|export|load|sync|backfill|retry|attempt|request|query|file|call)|"
+    rf"the (?:[\w.\-]+ ){{0,2}}{_ONCE_NOUNS}|the (?:[\w\-]+ )?\w*\d[\w.\-]* \w+)"
+)
 # Words that make an instruction a one-off: never a standing preference, however it is worded.
 ONE_OFF = re.compile(
     r"(?i)\b(?:for this one only|just this (?:once|time)|only (?:for )?this time|this time only|this once|"
@@ -59,7 +70,20 @@ ONE_OFF = re.compile(
     # German, French, Spanish, Italian, Portuguese, Dutch
     r"nur (?:dieses (?:eine )?mal|heute|ausnahmsweise)|ausnahmsweise|juste (?:cette fois|pour (?:aujourd'hui|"
     r"cette fois|l'instant))|exceptionnellement|solo (?:por )?esta vez|(?:solo|sólo) por hoy|excepcionalmente|"
-    r"solo per (?:oggi|questa volta)|eccezionalmente|só (?:desta vez|por hoje)|alleen (?:deze keer|vandaag))(?!\w)"
+    r"solo per (?:oggi|questa volta)|eccezionalmente|só (?:desta vez|por hoje)|alleen (?:deze keer|vandaag)|"
+    # scoped to one occasion: "for this change only", "This PR only", "Just this build", "Only for tonight's rerun",
+    # "For the Halloween event only", "Only for the 1.8.2 hotfix", "Only for CHG tonight"
+    rf"(?:just|only) (?:for |in )?{_THIS_OCCASION}|for {_THIS_OCCASION} only|{_THIS_OCCASION} only|"
+    r"(?:just|only) for [\w.\- ]{1,30}? (?:tonight|today)|"
+    # the default said to stay: "Normal runs keep the verify step", "Do NOT keep that", "russell3000 stays the default"
+    r"(?:normal|regular|usual|other|future|later|standard) (?:runs?|builds?|submits?|deploys?|releases?|backtests?|"
+    r"jobs?|executions?|pipelines?) (?:\w+ )?(?:keep|stay|remain)s?|stays? the default|"
+    r"(?:don'?t|do not) (?:keep|persist|save|remember) (?:that|this|it)|"
+    r"(?:don'?t|do not) change the (?:standard|default|normal|usual)|"
+    r"(?:para|por) (?:este|esta) \w+ (?:solamente|sólo|solo|únicamente)|(?:solamente|únicamente) (?:para|por) "
+    r"(?:este|esta|hoy)|nur für (?:diesen|diese|dieses|heute)|"
+    r"(?:seulement|uniquement) pour (?:ce|cet|cette|aujourd'hui))"
+    r"(?!\w)"
 )
 LOCATION_TRIM = re.compile(r"[:#]\d+(?::\d+)?$")
 
@@ -941,6 +965,8 @@ def _line_with(text: str, needle: str) -> str:
 NOT_FOUND = re.compile(
     r"(?i)\b(?:no such file|(?:file|path|directory) does not exist|does not exist|doesn'?t exist|not found|"
     r"no (?:files?|matches|match|results?|hits|articles?|entries|documents?)(?: (?:were )?found)?|"
+    # what a store or a catalogue says of a name it does not hold: "No members found matching CUST*"
+    r"no (?:[\w-]+ ){1,2}(?:found|matched|matching)|"
     r"0 (?:files?|matches|results?|hits|articles?|entries|documents?)|nothing (?:found|matched)|"
     r"(?:could|can) ?not find|can'?t find|unable to find|did you mean)\b"
 )
@@ -950,7 +976,7 @@ HUNT = 4  # actions between a look that found nothing and the look that found it
 def _missed(a: Action) -> bool:
     """A read or search that found nothing: it failed, or its short output says so (tools that report a wrong path
     or an empty search as a normal result), or a search printed nothing at all."""
-    if not (a.is_search or a.is_read) or a.web:
+    if not (a.is_search or a.is_read or _reads_store(a)) or a.web:
         return False
     out = a.output.strip()
     if a.shell and (MISSING_PROGRAM.search(out) or _names_program(a, out)):
@@ -981,6 +1007,9 @@ def _target(a: Action) -> str:
     """What a look was after: a search's term, a read's path (`cat -n x.yaml` -> `x.yaml`)."""
     if a.is_search:
         return _search_term(a)
+    if a.shell and not a.is_read and _reads_store(a):
+        # `airflow connections get refinitiv_sftp`: the name asked of the store, not the store's sub-command
+        return a.arg.strip()
     if a.shell:
         return next((t.strip("'\"") for t in nz.command_tokens(a.arg)[1:] if not t.startswith("-")), a.arg.strip())
     return a.arg.strip()
@@ -1100,7 +1129,9 @@ def _distinctive(term: str, hit: str) -> bool:
 
 # A shell command that reads a value from where it is kept, by its verb: `consul kv get`, `vault kv get`, `etcdctl
 # get`, `kubectl describe configmap`, `aws ssm get-parameter`, `git show main:path`, `helm get values`.
-STORE_VERBS = frozenset({"get", "read", "show", "describe", "cat", "get-parameter", "get-parameters", "get-object"})
+STORE_VERBS = frozenset(
+    {"get", "read", "show", "describe", "cat", "get-parameter", "get-parameters", "get-object", "list", "view"}
+)
 
 
 def _reads_store(a: Action) -> bool:
