@@ -8,6 +8,7 @@ memory service refuses an agent's in-band write that holds a secret, the dream's
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections import Counter
@@ -66,7 +67,10 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern]] = [
             r"\bdp\.(?:st|pt|sa|ct|scim|audit)\.(?:[a-z0-9_-]+\.)?[A-Za-z0-9]{20,}|"
             r"\b[MN][A-Za-z0-9]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}|"
             # Pulumi, Buildkite agent and API tokens, a Google OAuth access token
-            r"\bpul-[0-9a-f]{40}\b|\bbk(?:ua|ca)_[A-Za-z0-9]{20,}|\bya29\.[A-Za-z0-9_-]{20,}"
+            r"\bpul-[0-9a-f]{40}\b|\bbk(?:ua|ca)_[A-Za-z0-9]{20,}|\bya29\.[A-Za-z0-9_-]{20,}|"
+            # GitLab's other tokens (pipeline trigger, deploy, runner, OAuth, CI build, feed, agent), a Dropbox
+            # short-lived access token
+            r"\bgl(?:ptt|dt|rt|soat|oas|cbt|imt|ft|agent|ffct)-[A-Za-z0-9_-]{16,}|\bsl\.[A-Za-z0-9_-]{60,}"
         ),
     ),
     # `Authorization: Bearer <token>`, `Basic <base64>`: the credential after the scheme word.
@@ -86,8 +90,10 @@ WEBHOOK_URL = re.compile(
 )
 # `?token=…&sig=…`: a query parameter named as a credential (pre-signed URLs, API keys in links).
 URL_SECRET_PARAM = re.compile(
-    r"(?i)[?&;](?:[\w.-]*(?:token|secret|passw(?:or)?d|api[_-]?key|apikey|access[_-]?key|signature|credential|"
-    r"auth)[\w.-]*|key|sig|code|private[_-]?token)=(?P<value>[^\s&#'\"`<>]{6,})"
+    # (`authMechanism=MONGODB-X509`, `authSource=admin` name how to authenticate, not with what)
+    r"(?i)[?&;](?!auth(?:mechanism|source|type|method)=)"
+    r"(?:[\w.-]*(?:token|secret|passw(?:or)?d|api[_-]?key|apikey|access[_-]?key|signature|credential|"
+    r"auth)[\w.-]*|key|sig|code|private[_-]?token)=(?P<value>[^\s&#;'\"`<>]{6,})"
 )
 # `…/token/<value>`, `…/key/<value>`: a path segment named as a credential, and the value after it.
 URL_SECRET_SEGMENT = re.compile(
@@ -162,6 +168,43 @@ POSITIONAL_SECRETS: list[tuple[str, re.Pattern]] = [
             r"(?P<value>(?=[!-~]*[A-Za-z0-9])[!-~]{4,}?)(?=[」』\"'”、。，,]|\s|$|[^!-~])"
         ),
     ),
+    # Redis' own directives for its password (`requirepass X`, a replica's `masterauth X`).
+    ("credential", re.compile(r"(?im)^\s*(?:requirepass|masterauth)\s+['\"]?(?P<value>[^\s'\"]{4,})")),
+    # A Terraform state's generated password: `"result"` of a `random_password` resource.
+    (
+        "credential",
+        re.compile(r'"type"\s*:\s*"random_password"[\s\S]{0,3000}?"result"\s*:\s*"(?P<value>(?:[^"\\\n]|\\.){4,})"'),
+    ),
+    # A wallet's seed phrase: 12 to 24 words after its name.
+    (
+        "credential",
+        re.compile(
+            r"(?i)\b(?:mnemonic|seed\s+phrase|recovery\s+phrase|secret\s+(?:recovery\s+)?phrase|backup\s+phrase)\b"
+            r"[^\n:=]{0,20}[:=]\s*['\"]?(?P<value>(?:[a-z]{3,8}\s+){11,23}[a-z]{3,8})\b"
+        ),
+    ),
+    # A password or token in a note in Japanese (トークン), Hindi, Hebrew or Greek: the first ASCII word after the
+    # credential word (only that script's words between), letters and digits both.
+    (
+        "credential",
+        re.compile(
+            r"(?i)(?:トークン|シークレット|アクセスキー|APIキー|토큰|令牌|टोकन|पासवर्ड|कूटशब्द|סיסמ\w*|הסיסמה|טוקן|"
+            r"κωδικ\w*|συνθηματικ\w*|διακριτικ\w*)[^\n!-~]{0,40}?[:：]?\s*"
+            r"(?P<value>(?=[!-~]*[A-Za-z])(?=[!-~]*\d)[!-~]{6,}?)(?=[\s、。，,]|$)"
+        ),
+    ),
+    # A command that prints a named secret, and the value alone on the next line (`terraform output -raw
+    # admin_password`, `vault kv get -field=password …`, `gcloud secrets versions access latest --secret=db`).
+    (
+        "credential",
+        re.compile(
+            r"(?im)(?:\bterraform\s+output\s+(?:-raw\s+|-json\s+)?\S*(?:passw|secret|token|key)\S*|"
+            r"\bvault\s+(?:kv\s+)?(?:get|read)\s+[^\n]*-field=\S*(?:passw|secret|token|key)\S*[^\n]*|"
+            r"\bgcloud\s+secrets\s+versions\s+access\b[^\n]*|"
+            r"\baws\s+secretsmanager\s+get-secret-value\b[^\n]*--output\s+text[^\n]*|"
+            r"\bprintenv\s+\S*(?:PASSW|SECRET|TOKEN|KEY)\S*)[ \t]*\n(?P<value>[^\s]{6,})[ \t]*$"
+        ),
+    ),
     # A `.netrc` line: `machine HOST login USER password X`.
     ("netrc password", re.compile(r"\bmachine\s+\S+\s+(?:login\s+\S+\s+)?password\s+(?P<value>\S{3,})")),
     # XML: an element named for a credential (`<password>X</password>`), and an `<add key="…Password" value="X"/>`.
@@ -217,6 +260,11 @@ _NOT_A_VALUE = re.compile(
     r"(?i)^(?:\$\{?\{?[\w.\s]+\}?\}?|%\w+%|[A-Za-z_][A-Za-z_]*\d?(?:\.[A-Za-z_][A-Za-z_]*\d?)+(?:[\[(].*)?|\w+[\[(].*|"
     r"<[^>]*>?|[*x•.]{3,}|[\w-]{0,8}(?:\.{3}|…)|.*(?:your[_ -]?|[_-]here\b|placeholder|xxxx).*|"
     r"(?:~|\.{1,2})?/\S*|[a-z]:\\\S*|!\w+|"
+    # a template's expression (`{{ vault_db_password }}`, `{{resolve:secretsmanager:…}}`), a command's output
+    # (`$(cat /run/secrets/db)`), a call (`std::env::var(`), a lower-case store path (`kv/data/api:token`), a value
+    # shown hidden (`(sensitive value)`, `(hidden)`), a PowerShell prompt for one (`Read-Host`)
+    r"\{\{.*|\{%.*|\$\(.*|(?:[A-Za-z_]\w*(?:::|\.|->))+[A-Za-z_]\w*\(.*|[a-z0-9_.-]+(?:/[a-z0-9_.-]+)+(?::[a-z_]+)?|"
+    r"\((?:sensitive|hidden|redacted|masked|known|not|none|empty)\b.*|(?:get|read|convertto|import)-[a-z]\w+|"
     r"(?:optional\[)?(?:str|string|secretstr|bytes|int|none|null|true|false)\]?)$"
 )
 # Words that describe a credential rather than being it, as the last part of a hyphenated value ("the password is
@@ -224,7 +272,9 @@ _NOT_A_VALUE = re.compile(
 _DESCRIPTIVE_PART = re.compile(
     r"(?i)-(?:based|encoded|hashed|sensitive|insensitive|protected|only|safe|specific|free)$"
 )
-_VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]*=")  # an environment variable, by convention upper case
+# A name given a value inside one token (`GH_TOKEN=ghp_…`, `correlation_id=QDG7…`, `code_challenge_method=S256`): the
+# value is what is judged, the name stays.
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][\w.-]*=")
 LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{20,}(?![\w/.-])")
 # In a text that talks about credentials, a longish token mixing letters and digits is the credential.
 CREDENTIAL_WORDS = re.compile(
@@ -232,7 +282,7 @@ CREDENTIAL_WORDS = re.compile(
     # a personal access token, a shared-access signature, one-time and signing secrets; and the same words in the
     # languages teams write in (Schlüssel, Kennwort, clé, jeton, clave, contraseña, chave, senha, sleutel)
     r"|pat|sas|otp|totp|hmac|jwt|passkey|passphrase|kennwort|schl[üu]ssel|zugangsdaten|cl[ée]|jeton|clave|"
-    r"contrase[ñn]a|chave|senha|sleutel|wachtwoord)s?\b"
+    r"contrase[ñn]a|chave|senha|sleutel|wachtwoord|keypair|privkey|mnemonic)s?\b"
 )
 CONTEXT_TOKEN = re.compile(
     r"(?<![\w/.@:-])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{12,}(?![\w/.@-])"
@@ -295,18 +345,74 @@ _DIGEST_BEFORE = re.compile(
 # the wire format's `AAAA` start), an image's own bytes (PNG, JPEG, GIF); and public object ids (Stripe's `pi_`, `evt_`,
 # `cus_`: their secret keys are `sk_`/`rk_`, caught by name).
 _PUBLIC_BEFORE = re.compile(
-    r"(?:\bh1:|;base64,|\b(?:SHA256|SHA1|MD5):|\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-\S+@openssh\.com) )$"
+    r"(?:\bh1:|;base64,|\b(?:SHA256|SHA1|MD5):|\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-\S+@openssh\.com) |"
+    # a key said to be public (WireGuard's `PublicKey = …`, `public key: …`), minisign's `-P <public key>`
+    r"(?i:\bpublic[_ -]?key\s*[:=]\s*[\"']?)|\bminisign\b[^\n]{0,200}\s-P\s+)$"
 )
 _PUBLIC_START = re.compile(
     # ... and a PEM certificate or public key in base64 (a kubeconfig's `certificate-authority-data`)
-    r"(?:sha(?:1|256|384|512)-|AAAA[BCE][0-9][A-Za-z]|iVBORw0KGgo|/9j/|R0lGOD|LS0tLS1CRUdJTiBDRVJUSUZJQ0FU|"
+    r"(?:sha(?:1|256|384|512)-|AAAA[BCE][0-9][A-Za-z]|iVBORw0KGgo|/9j/|R0lGOD|H4sI|LS0tLS1CRUdJTiBDRVJUSUZJQ0FU|"
     r"LS0tLS1CRUdJTiBQVUJMSUMg|"
     r"(?:pi|ch|cus|evt|in|sub|price|prod|req|txn|po|re|seti|src|card|ba|acct|cs|pm|ii|il|si|tr|py|prv|ipi)_[A-Za-z0-9]{14,}$)"
 )
 
 
 def _public_encoding(text: str, start: int, tok: str) -> bool:
-    return bool(_PUBLIC_START.match(tok) or _PUBLIC_BEFORE.search(text[max(0, start - 40) : start]))
+    return bool(
+        _PUBLIC_START.match(tok) or _PUBLIC_BEFORE.search(text[max(0, start - 40) : start]) or _encoded_document(tok)
+    )
+
+
+def _encoded_document(tok: str) -> bool:
+    """Base64 of a JSON document that names no credential (a JWT's header, a Kafka message's value): data, not a
+    key. A key's bytes do not decode to `{"alg": …}`; `user:password` (Basic) or a config with a password does not
+    count."""
+    if not tok.startswith(("eyJ", "W3")):  # `{"` and `[` in base64
+        return False
+    try:
+        raw = base64.b64decode(tok.replace("-", "+").replace("_", "/") + "=" * (-len(tok) % 4)).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return raw.isprintable() and not re.search(r"(?i)passw|secret|token|api_?key|private|credential|auth", raw)
+
+
+# A token that names a thing rather than opening it: an id given under its name (`correlation_id=…`, `"tenantId":
+# "…"`, `x-amz-id-2: …`, `Idempotency-Key: …`, `zone_id = "…"`, `"reference": "…"`, an action or cache key), unless
+# the name says secret (`secret_id`, `token_id`).
+_ID_BEFORE = re.compile(
+    r"(?i)(?<![\w-])(?P<name>[\w-]{0,40}?(?:id|ids|uuid|guid|ref|reference|idempotency[_-]?key|action\s+key|cache\s+key|"
+    r"aaguid|etag|digest|checksum|sha\d*|commit|revision)(?:-\d+)?)[\"']?\s*[:=]?\s*[\"']?$"
+)
+
+
+def _named_id(text: str, start: int) -> bool:
+    m = _ID_BEFORE.search(text[max(0, start - 50) : start])
+    return bool(m) and not re.search(r"(?i)secret|token|passw|private|api[_-]?key|access[_-]?key", m.group("name"))
+
+
+# Tokens that are no credential by their shape: a documented example (`AKIAIOSFODNN7EXAMPLE`), a placeholder of one
+# repeated character (`glpat-xxxxxxxxxxxxxxxxxxxx`, `ghp_XXXX…`), a version with build metadata (`2.14.0+20240512.sha
+# .0392458`), a CSS module's class (`Button_primary__3xK9f`), an alphabet (`ABCDEFGHIJKLMNOPQRSTUVWXYZ234567`).
+_VERSION = re.compile(r"v?\d+\.\d+\.\d+(?:[-+][\w.+-]+)?")
+_CSS_MODULE = re.compile(r"[A-Za-z][\w-]*__[A-Za-z0-9_-]{5,8}")
+
+
+def _placeholder(tok: str) -> bool:
+    """A documented example or one character repeated after the prefix: what a vendor's docs print, never issued."""
+    return "EXAMPLE" in tok or len(set(re.sub(r"[-_.]", "", re.sub(r"^(?:[A-Za-z]{2,8}[_-]){1,2}", "", tok)))) <= 2
+
+
+def _shape_not_secret(tok: str) -> bool:
+    if _placeholder(tok) or _VERSION.fullmatch(tok) or _CSS_MODULE.fullmatch(tok):
+        return True
+    steps = sum(ord(b) - ord(a) == 1 for a, b in zip(tok, tok[1:], strict=False))
+    return steps >= 0.6 * (len(tok) - 1)
+
+
+# A repository's action or package at a ref (`login-action@v3`, `setup-node@8f4b2c1`).
+_ACTION_REF = re.compile(r"[\w.-]+@(?:v?\d[\w.-]*|[0-9a-f]{7,40}|main|master|latest)")
+# `git log` lines: a commit id, then its message.
+_COMMIT_LINE = re.compile(r"(?m)^\s*(?:commit\s+|\*\s+)?[0-9a-f]{7,40}\s+(?=[A-Za-z(])")
 
 
 def _session_cookies(text: str) -> list[tuple[str, int, int]]:
@@ -374,7 +480,11 @@ def _url_secrets(text: str) -> list[tuple[str, int, int]]:
     """Secrets carried by a URL: a webhook's whole path, a credential-named query value or path segment, and a
     random-looking path segment (mixed case and digits; a hex commit id or a UUID is not one)."""
     spans = [("webhook URL", m.start("path"), m.end("path")) for m in WEBHOOK_URL.finditer(text)]
-    spans += [("URL credential", m.start("value"), m.end("value")) for m in URL_SECRET_PARAM.finditer(text)]
+    spans += [
+        ("URL credential", m.start("value"), m.end("value"))
+        for m in URL_SECRET_PARAM.finditer(text)
+        if not _NOT_A_VALUE.match(m.group("value"))
+    ]
     spans += [("URL credential", m.start("value"), m.end("value")) for m in URL_SECRET_SEGMENT.finditer(text)]
     if "/" in text:
         for u in URL_RE.finditer(text):
@@ -429,7 +539,7 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
 # A certificate or a public key in PEM: public by what it is, however random its lines look.
 PUBLIC_PEM = re.compile(
     r"-----BEGIN (?:TRUSTED )?(?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|X509 CRL|CERTIFICATE REQUEST|NEW CERTIFICATE "
-    r"REQUEST)-----[\s\S]{0,20000}?-----END [A-Z0-9 ]{3,40}-----"
+    r"REQUEST|PGP PUBLIC KEY BLOCK|PGP SIGNATURE|SSH2 PUBLIC KEY)-----[\s\S]{0,20000}?-----END [A-Z0-9 ]{3,40}-----"
 )
 
 
@@ -454,10 +564,15 @@ def _scan_all(text: str) -> list[tuple[str, int, int]]:
             (name, m.start(), m.end())
             for m in pat.finditer(text)
             if not (name == "URL credentials" and _no_password(m.group(0)))
+            and not (name != "private key" and _placeholder(m.group(0)))
         ]
     spans += _url_secrets(text)
     for name, pat in POSITIONAL_SECRETS:
-        spans += [(name, m.start("value"), m.end("value")) for m in pat.finditer(text)]
+        spans += [
+            (name, m.start("value"), m.end("value"))
+            for m in pat.finditer(text)
+            if not _NOT_A_VALUE.match(m.group("value"))
+        ]
     spans += _session_cookies(text)
     for m in ASSIGNED_SECRET.finditer(text):
         if m.group("quoted") is not None:
@@ -492,12 +607,21 @@ def _scan_all(text: str) -> list[tuple[str, int, int]]:
         spans.append(("credential", m.start("value"), m.end("value")))
     for m in LONG_TOKEN.finditer(text):
         tok, start = m.group(0), m.start()
+        if tok.startswith(("http", "www")):
+            continue  # an address written without its punctuation, not a key
         # `GH_TOKEN=ghp_...`: the value is the secret, the variable's name stays (a lesson that says which variable
         # to set is still a lesson once its value is gone).
         named = _VARIABLE_NAME.match(tok)
         if named and len(tok) > named.end():
             tok, start = tok[named.end() :], start + named.end()
-        if _looks_random(tok) and not _public_encoding(text, start, tok):
+        elif tok.startswith("="):  # `value(base64)=eyJ…`: the name ended before the token
+            tok, start = tok.lstrip("="), start + len(tok) - len(tok.lstrip("="))
+        if (
+            _looks_random(tok)
+            and not _public_encoding(text, start, tok)
+            and not _named_id(text, start)
+            and not _shape_not_secret(tok)
+        ):
             spans.append(("high-entropy token", start, m.end()))
     # Whatever the words around it: a word with upper and lower case, a digit and a symbol is a typed password
     # (`Spring2026!Fernhill`, `support-admin / W1nter#Desk`), never a name, a path or an address.
@@ -506,6 +630,7 @@ def _scan_all(text: str) -> list[tuple[str, int, int]]:
         if _strong_password(tok):
             spans.append(("credential", m.start(), m.end()))
     if CREDENTIAL_WORDS.search(text):
+        commits = list(_COMMIT_LINE.finditer(text)) if "\n" in text else []
         for m in CONTEXT_TOKEN.finditer(text):
             tok = m.group(0)
             if re.fullmatch(r"[a-z]+(?:[-_][a-z0-9]+)*", tok) or _entropy(tok) < 3.0:
@@ -513,18 +638,24 @@ def _scan_all(text: str) -> list[tuple[str, int, int]]:
             # near a credential word, a digest or an id named so just before it is still no credential (`commit
             # 3f2a9b7`, `request id <uuid>`; `staging key <hex>`, `login <hex>` stay one), nor is a name like
             # `oauth2-proxy`
-            if _resource_name(tok) or (
-                _HEX_OR_UUID.fullmatch(tok) and _DIGEST_BEFORE.search(text[max(0, m.start() - 60) : m.start()])
+            if (
+                _resource_name(tok)
+                or (_HEX_OR_UUID.fullmatch(tok) and _DIGEST_BEFORE.search(text[max(0, m.start() - 60) : m.start()]))
+                or _named_id(text, m.start())
+                or _shape_not_secret(tok)
+                or _public_encoding(text, m.start(), tok)
+                or any(c.start() <= m.start() < c.end() for c in commits)
             ):
                 continue
             spans.append(("credential", m.start(), m.end()))
         for m in USER_PASS.finditer(text):
             pw = m.group("pw").rstrip(".,;:!?)]")
-            if _password_like(pw):
+            # (`docker/login-action@v3` is an action at a version; `public key: yBEB…Kg/dILZ…=` one public key)
+            if _password_like(pw) and not _ACTION_REF.fullmatch(pw) and not _public_encoding(text, m.start(), pw):
                 spans.append(("credential", m.start("pw"), m.start("pw") + len(pw)))
         for m in PASSWORD_TOKEN.finditer(text):
             tok = m.group(0)
-            if "/" in tok or re.fullmatch(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", tok):
+            if "/" in tok or re.fullmatch(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", tok) or _shape_not_secret(tok):
                 continue
             spans.append(("credential", m.start(), m.end()))
     return spans

@@ -172,7 +172,8 @@ def test_a_token_beside_a_credential_word_needs_three_bits_a_character_and_no_sl
         # secret is still replaced
         (
             "export https://grafana.example.net/render?orgId=1&apiToken=GrafExport2026xyz and password=hunter2x9",
-            "export https://grafana.example.net/render?orgId=1&[REDACTED] and password=[REDACTED]",
+            # (the parameter's name stays, as a variable's does: `GH_TOKEN=[REDACTED]`)
+            "export https://grafana.example.net/render?orgId=1&apiToken=[REDACTED] and password=[REDACTED]",
         ),
     ],
 )

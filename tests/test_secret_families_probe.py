@@ -351,7 +351,6 @@ KNOWN_GAPS = frozenset(
     {
         "bare lowercase hex key:64",
         "target triple near a credential word:47",
-        "hash as cache key:49",  # kept flagged: `cache key <hex>` reads as `staging key <hex>`, a key
     }
 )
 

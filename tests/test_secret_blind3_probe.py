@@ -1,0 +1,52 @@
+"""Blind probe of secret redaction, third family (tests/data/blind/secret-texts-3.json), written without reading
+the code under test and unlike the first two families: secrets in Kubernetes Secrets and Helm values, Terraform state
+and outputs, Ansible inventories, docker build args, compose lists and `docker inspect`, systemd units, Spring,
+.NET, JDBC/ODBC, Redis/LDAP/AMQP/MQTT/SMTP, HAR and raw HTTP, webhooks and signed URLs, vendor prefixes in new
+places, escaped or base64 private keys, wallets, package-manager and git configs, shell history, CI logs where the
+masking failed, and notes in fifteen more languages, must disappear from ``risk.redact``; benign look-alikes (Secret
+manifests without data, references and masks, placeholders, vendor example keys, request/trace/idempotency ids,
+lockfile and store hashes, public keys, base64 of plain data, versions, prose in other languages) must come back
+unchanged. 312 cases (178 secret, 134 benign); at the first run 50 failed: 11 secrets missed, 39 benign texts changed.
+All were fixed as families (Redis directives, a random password's `result`, a value on the line after the command
+that printed it, seed phrases, GitLab's and Dropbox's prefixes, four more languages; references, templates, calls,
+substitutions and hidden marks as values, placeholders and vendors' documented examples, ids under their names,
+commit lines, base64 of plain JSON, public keys, versions, CSS module classes, alphabets, actions at a ref), each
+with strings of its own in tests/test_secret_families3.py; none is left open."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reviews.analysis import risk
+
+ITEMS = json.loads((Path(__file__).parent / "data" / "blind" / "secret-texts-3.json").read_text())
+# Left open, each with its reason (strict: a gap that closes fails until its mark goes). Empty at first run.
+KNOWN_GAPS: dict[str, str] = {}
+
+
+def _cases(items):
+    return [
+        pytest.param(item, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[item["id"]]))
+        if item["id"] in KNOWN_GAPS
+        else item
+        for item in items
+    ]
+
+
+SECRETS = [item for item in ITEMS if item["secret"] is not None]
+BENIGN = [item for item in ITEMS if item["secret"] is None]
+
+
+@pytest.mark.parametrize("item", _cases(SECRETS), ids=[item["id"] for item in SECRETS])
+def test_secret_is_redacted(item):
+    assert item["secret"] in item["text"]
+    assert item["secret"] not in risk.redact(item["text"])
+    assert risk.has_secret(item["text"])
+
+
+@pytest.mark.parametrize("item", _cases(BENIGN), ids=[item["id"] for item in BENIGN])
+def test_benign_is_unchanged(item):
+    assert risk.redact(item["text"]) == item["text"]
