@@ -167,7 +167,7 @@ def test_text_addressed_to_ai_agents_is_high():
         ("The admin password is swordfish", "swordfish"),
         ("Warehouse DSN: postgres://etl:Xk9vQ2mLpR7w@db.internal:5432/w", "Xk9vQ2mLpR7w"),
         ("Slack bot token: xoxb-2718281828-3141592653-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
-        ("aws secret for the smoke bucket is wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4kLm9TpWq", "wJalrXUtnFEMI"),
+        ("aws secret for the smoke bucket is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
     ],
 )
 def test_typed_passwords_and_user_password_pairs_are_redacted_whole(text, secret):

@@ -11,7 +11,8 @@ All were fixed as families (Redis directives, a random password's `result`, a va
 that printed it, seed phrases, GitLab's and Dropbox's prefixes, four more languages; references, templates, calls,
 substitutions and hidden marks as values, placeholders and vendors' documented examples, ids under their names,
 commit lines, base64 of plain JSON, public keys, versions, CSS module classes, alphabets, actions at a ref), each
-with strings of its own in tests/test_secret_families3.py; none is left open."""
+with strings of its own in tests/test_secret_families3.py; one is a decision (strict xfail): AWS's documented
+example keys stay redacted."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ from reviews.analysis import risk
 
 ITEMS = json.loads((Path(__file__).parent / "data" / "blind" / "secret-texts-3.json").read_text())
 # Left open, each with its reason (strict: a gap that closes fails until its mark goes). Empty at first run.
-KNOWN_GAPS: dict[str, str] = {}
+KNOWN_GAPS: dict[str, str] = {
+    "aws-doc-example-keys": "decided: a vendor's documented example key stays redacted (what people paste as a key)",
+}
 
 
 def _cases(items):

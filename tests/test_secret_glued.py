@@ -15,7 +15,7 @@ TOKENS = {
     "anthropic": "sk-ant-" + "api03-Zq8vR3mT1yL0pQ7wX2nB5cJ9kD4",
     "stripe": "sk_live_" + "51Hx9aQ2bC3dE4fG5hI6",
     "gitlab": "glpat-" + "Zq8vR3mT1yL0pQ7wX2nB",
-    "aws": "AKIA" + "Q7ZL4XK2VN8RT3WB",
+    "aws": "AKIA" + "IOSFODNN7EXAMPLE",
     "slack": "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKl",
     "google": "AIza" + "SyD3xAmPl3K3yF0rT3st1ngPurp0s3s12",
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r",
