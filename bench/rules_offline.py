@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,13 +84,25 @@ def rendered_sessions(team_dir: Path, format: str):
                     yield item.doc
 
 
+def _epoch(stamp) -> float:
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() if stamp else 0.0
+    except ValueError:
+        return 0.0
+
+
 def dream_team(team_dir: Path, store: str, render: str | None = None) -> tuple[dict, float]:
     t0 = time.perf_counter()
     sessions = []
     docs = rendered_sessions(team_dir, render) if render else canonical_sessions(team_dir)
     for i, doc in enumerate(docs):
         res = rules.analyze(doc)
-        sessions.append(SessionFindings(i + 1, doc["external_id"], doc["agent"], doc.get("task"), res.findings))
+        # When each session started, as the dream reads it from the stored session (drift: a lesson later sessions
+        # overturn gives way to theirs).
+        started = _epoch(doc.get("started_at"))
+        sessions.append(
+            SessionFindings(i + 1, doc["external_id"], doc["agent"], doc.get("task"), res.findings, started=started)
+        )
     result = agg.aggregate(
         sessions, sessions_analysed=len(sessions), memory=memory_dicts(team_dir / "memory.json"), min_sessions=3
     )

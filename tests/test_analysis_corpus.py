@@ -64,6 +64,9 @@ KNOWN_GAPS = {
         # incident number, DFSORT): as blind-12's events-utc
         "sort01-rc4",
     },
+    # a renamed queue in five wordings (`orders-in` -> `orders-inbound-v2`): hyphenated names without digits are
+    # words to the analyzer, not facts, so the notes share too little to gather and to contradict the entry
+    "scenario-blind-18": {"queue-renamed"},
 }
 # A lesson found with fewer of its sessions than planted, known: two of blind-11's Flyway wordings (one names the
 # ticket it was learned on, one a file-name template) keep apart from the other three, 3 of 6 sessions found.

@@ -214,3 +214,80 @@ def test_a_template_of_another_command_is_not_stale(content):
         )
         is None
     )
+
+
+# Blind scenarios 18 and 19 (a Flutter team, a .NET/Azure Functions team, a ROS 2 team, an accounting close desk).
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "For this invoice only, pay it without the match.",
+        "For that shipment only: waive the customs hold.",
+        "Just this one: skip the approval step.",
+        "Skip the reconciliation, but never as a default.",
+        "Solo esta nómina sin doble firma.",
+    ],
+)
+def test_one_thing_named_this_with_only_is_a_one_off(text):
+    assert rules.ONE_OFF.search(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Use pnpm for this repo only.", "For this service only, deploy with Helm.", "For this cluster only: use Calico."],
+)
+def test_a_standing_scope_named_this_with_only_is_a_rule(text):
+    assert not rules.ONE_OFF.search(text), text
+
+
+@pytest.mark.parametrize(
+    "wrong, answer, output, expected",
+    [
+        (
+            ("search", {"query": "android app id"}, "No matches found."),
+            ("bash", {"command": "firebase apps:list ANDROID --project shop-prod"}),
+            "| Shop Android | 1:99:android:ab12cd34 | ANDROID |\n| Shop Staging | 1:99:android:ef56ab78 | ANDROID |",
+            "1:99:android:ab12cd34",
+        ),
+        (
+            ("read_file", {"path": "config/settings.local.json"}, "Error: No such file or directory"),
+            ("bash", {"command": "az webapp config appsettings list -g rg-shop -n shop-api --query [].name -o tsv"}),
+            "APPINSIGHTS_KEY\nPAYMENTS_QUEUE__namespace\nWEBSITE_RUN_FROM_PACKAGE",
+            "PAYMENTS_QUEUE__namespace",
+        ),
+        (
+            ("ledger_query", {"query": "accounts name='clearing account'"}, "No accounts found matching 'clearing'."),
+            ("ledger_query", {"query": "accounts class=29 list"}),
+            "2900 Accrued wages\n2950 Clearing - unmatched payments\n2 accounts.",
+            "2950",
+        ),
+    ],
+)
+def test_a_listing_after_a_miss_is_where_the_answer_is_and_says_it(wrong, answer, output, expected):
+    found = _found(
+        (wrong[0], wrong[1], wrong[2], False),
+        (answer[0], answer[1], output, False),
+    )
+    assert len(found) == 1 and expected in found[0]["summary"], found
+
+
+def test_a_preference_swap_in_an_entry_that_holds_the_old_command_replaces_the_command():
+    memory = [{"key": "release", "content": "Release builds: `gradle assembleRelease -PsplitAbi` for the store."}]
+    old, new = "gradle assembleRelease -PsplitAbi", "gradle bundleRelease"
+    finding = {
+        "kind": "correction",
+        "old": old,
+        "new": new,
+        "said_old": ["-PsplitAbi"],
+        "said_new": ["bundleRelease"],
+        "summary": f"Run `{new}` instead of `{old}`",
+    }
+    sessions = [
+        ag.SessionFindings(i, f"s{i}", "release", None, [dict(finding, key="pref:-PsplitAbi=>bundleRelease")])
+        for i in range(4)
+    ]
+    result = ag.aggregate(sessions, sessions_analysed=4, memory=memory, min_sessions=3)
+    updates = [d for d in result.proposals if d.operation == "update"]
+    assert updates and "`gradle bundleRelease`" in updates[0].content, [d.content for d in result.proposals]
+    assert "assembleRelease bundleRelease" not in updates[0].content

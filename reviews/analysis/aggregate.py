@@ -1556,6 +1556,10 @@ def _draft(c, sessions, n, index: MemoryIndex, min_sessions, agent_tasks, result
             err = trim(nz.error_line(f.get("error") or ""), 120)
             why = f"(`{swap[0]}` no longer works: `{old}` then fails: {err})" if swap else f"(`{old}` now fails: {err})"
             content = _rewrite(entry.content, *(swap or (old, new)), why)
+        elif fam == "pref" and old and new and _words_re(nz.collapse(old)).search(entry.content):
+            # The entry holds the corrected command whole: the command the user asked for takes its place (swapping
+            # one word inside it made `flutter build apk --release appbundle` of `… --split-per-abi`).
+            content = _rewrite(entry.content, old, new, f"(Users corrected `{old}` to `{new}` in {k} sessions.)")
         elif (
             fam == "pref" and len(said_old) == 1 and len(said_new) == 1 and _words_re(said_old[0]).search(entry.content)
         ):

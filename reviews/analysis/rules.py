@@ -60,6 +60,12 @@ _THIS_OCCASION = (
     r"refresh|import|export|load|sync|backfill|retry|attempt|request|query|file|call)|"
     rf"the (?:[\w.\-]+ ){{0,2}}{_ONCE_NOUNS}|the (?:[\w\-]+ )?\w*\d[\w.\-]* \w+)"
 )
+# What "this …" names when it is a standing scope, not one occasion: a rule "for this repo only" holds there always.
+_STANDING_SCOPES = (
+    r"(?:repo|repository|project|codebase|service|team|app|application|package|module|directory|folder|workspace|org|"
+    r"organi[sz]ation|company|store|cluster|environment|env|machine|server|host|tool|language|stack|product|site|"
+    r"agent|account|customer|client|platform|region)"
+)
 # Words that make an instruction a one-off: never a standing preference, however it is worded.
 ONE_OFF = re.compile(
     r"(?i)\b(?:for this one only|just this (?:once|time)|only (?:for )?this time|this time only|this once|"
@@ -74,6 +80,10 @@ ONE_OFF = re.compile(
     # scoped to one occasion: "for this change only", "This PR only", "Just this build", "Only for tonight's rerun",
     # "For the Halloween event only", "Only for the 1.8.2 hotfix", "Only for CHG tonight"
     rf"(?:just|only) (?:for |in )?{_THIS_OCCASION}|for {_THIS_OCCASION} only|{_THIS_OCCASION} only|"
+    # any one thing named "this …" with "only" ("For this invoice only"), unless it names a standing scope ("for this
+    # repo only" is a rule of the repo); "Just this one"; "Never as a default"
+    rf"for (?:this|that) (?:one )?(?!{_STANDING_SCOPES}\b)[\w-]+ only|(?:just|only) this one\b|"
+    r"never as (?:a|the) default|(?:solo|sólo|solamente) (?:esta|este) \w+|"
     r"(?:just|only) for [\w.\- ]{1,30}? (?:tonight|today)|"
     # the default said to stay: "Normal runs keep the verify step", "Do NOT keep that", "russell3000 stays the default"
     r"(?:normal|regular|usual|other|future|later|standard) (?:runs?|builds?|submits?|deploys?|releases?|backtests?|"
@@ -978,6 +988,10 @@ def _missed(a: Action) -> bool:
     or an empty search as a normal result), or a search printed nothing at all."""
     if not (a.is_search or a.is_read or _reads_store(a)) or a.web:
         return False
+    if a.failed and not (a.is_search or a.is_read):
+        # a store's command that failed (`kubectl get pods -n legacy`: namespace not found) is a command to correct,
+        # not a place that was empty
+        return False
     out = a.output.strip()
     if a.shell and (MISSING_PROGRAM.search(out) or _names_program(a, out)):
         return False  # the tool itself is missing: a command to correct, not a place to find
@@ -1086,7 +1100,7 @@ def _lookups(actions: list[Action], served: _Served, consumed: set[int]) -> list
             continue
         consumed.update({b.pos} | {m.pos for m in missed})
         hit = b.arg.strip()
-        first = next((ln.strip() for ln in b.output.splitlines() if len(nz.words(ln)) >= 2), "")
+        first = _answer_line(b.output, [_target(m) for m in missed])
         found = _where(missed[0], b, hit, _target(missed[0]), first, missed)
         (served.recurred if served.has_command(hit) else out).append(found)
     return out
@@ -1105,6 +1119,22 @@ def _named_by(search: Action, hit: str) -> bool:
     named = {bare(t) for t in nz.command_tokens(search.arg)}
     named |= {bare(v) for v in (search.args or {}).values() if isinstance(v, str)}
     return bare(hit) in named
+
+
+def _answer_line(output: str, sought: list[str]) -> str:
+    """What of a look's output answers what the agent was after: a short listing whole (the name of the setting among
+    an app's six, the suspense account among a class's three); else the line that shares most of the words it
+    sought; else the first line that says something."""
+    lines = [ln.strip() for ln in output.splitlines()[:200] if ln.strip()]
+    if 1 < len(lines) <= 8 and sum(map(len, lines)) <= 300:
+        return "; ".join(lines)
+    words = {nz.stem(w) for t in sought for w in _term_words(t)}
+    if words:
+        scored = [(len(words & {nz.stem(w) for w in _term_words(ln)}), -i, ln) for i, ln in enumerate(lines)]
+        best = max(scored, default=(0, 0, ""))
+        if best[0]:
+            return best[2]
+    return next((ln for ln in lines if len(nz.words(ln)) >= 2), "")
 
 
 def _term_words(term: str) -> set[str]:
@@ -1135,7 +1165,15 @@ STORE_VERBS = frozenset(
 
 
 def _reads_store(a: Action) -> bool:
-    return a.shell and any(t in STORE_VERBS for t in nz.command_tokens(a.arg)[1:4])
+    """A value or a listing asked of a store, a CLI or a system by its verb (`consul kv get`, `firebase apps:list`,
+    `az functionapp config appsettings list`, a tool's `accounts class=19 list`)."""
+    if a.shell:
+        words = nz.command_tokens(a.arg)[1:6]
+    elif a.web or a.is_read:
+        return False
+    else:
+        words = a.arg.split()[:6]
+    return any(part in STORE_VERBS for w in words for part in w.lower().split(":"))
 
 
 def _answers(found: Action, missed: Action) -> bool:
@@ -1193,14 +1231,17 @@ def _where(a: Action, b: Action, hit: str, query: str, line: str, missed: list[A
         # Straight from a wrong path to the right one: the path is the lesson.
         summary = (
             f"`{hit}` is the place, not `{wrong or query}`: agents first tried `{trim(a.text, 100)}`, which does not "
-            f"exist, before opening `{hit}`. Go straight there."
+            f"exist, before opening `{hit}`"
+            # a listing or a store's answer says what was there; a file read is the place itself
+            + (f" (found: {trim(line.strip(), 240)})" if line.strip() and not b.is_read else "")
+            + ". Go straight there."
         )
     else:
         how = f"`{trim(a.text, 100)}`" + (" found nothing first" if a in missed else "")
         summary = (
             f"`{trim(query, 100)}` is in `{hit}`" + (f" (not `{wrong}`)" if wrong else "") + f": agents had to look "
             f"for it ({how}) before opening `{hit}`"
-            + (f" (found: {trim(line.strip(), 140)})" if line.strip() else "")
+            + (f" (found: {trim(line.strip(), 240)})" if line.strip() else "")
             + ". Go straight there."
         )
     evidence_rows = [evidence(m.call_index, f"{m.text} -> {trim(m.output, 80)}", "agent") for m in tried[:1]]
