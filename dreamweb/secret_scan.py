@@ -274,7 +274,8 @@ _DESCRIPTIVE_PART = re.compile(
 )
 # A name given a value inside one token (`GH_TOKEN=ghp_…`, `correlation_id=QDG7…`, `code_challenge_method=S256`): the
 # value is what is judged, the name stays.
-_VARIABLE_NAME = re.compile(r"[A-Za-z_][\w.-]*=")
+# (a name is short and reads as one: base64 that ends in `==` is no name and its value)
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][\w.-]{0,40}=(?=[^=]{4})")
 LONG_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_+/=-]{20,}(?![\w/.-])")
 # In a text that talks about credentials, a longish token mixing letters and digits is the credential.
 CREDENTIAL_WORDS = re.compile(
@@ -614,7 +615,7 @@ def _scan_all(text: str) -> list[tuple[str, int, int]]:
         # `GH_TOKEN=ghp_...`: the value is the secret, the variable's name stays (a lesson that says which variable
         # to set is still a lesson once its value is gone).
         named = _VARIABLE_NAME.match(tok)
-        if named and len(tok) > named.end():
+        if named and not _looks_random(tok[: named.end() - 1]):
             tok, start = tok[named.end() :], start + named.end()
         elif tok.startswith("="):  # `value(base64)=eyJ…`: the name ended before the token
             tok, start = tok.lstrip("="), start + len(tok) - len(tok.lstrip("="))

@@ -47,6 +47,11 @@ HEX64 = "9f2c4e1a7b3d5f60" * 4
         ("डेटाबेस का टोकन Ab12Cd34Ef है", "Ab12Cd34Ef"),
         ("הסיסמה של השרת היא Qw3rTy9Zx", "Qw3rTy9Zx"),
         ("Ο κωδικός του λογαριασμού είναι Pa55Word9x", "Pa55Word9x"),
+        # base64 of an env file: its `==` padding makes no `name=value` of it
+        (
+            "echo " + base64.b64encode(b"DB_PASSWORD=Hq3Zt8Wm1Lp6Xr9\n").decode() + " | base64 -d > .env",
+            base64.b64encode(b"DB_PASSWORD=Hq3Zt8Wm1Lp6Xr9\n").decode(),
+        ),
         # decided: a vendor's documented example key stays redacted (it is what people paste as "a key")
         ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
     ],
