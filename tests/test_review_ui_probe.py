@@ -321,12 +321,16 @@ def test_edited_approval_with_a_blank_key_comes_back_with_everything_typed(page,
     sign_in(page, live_server, "alice")
     c = card(page, triage["add"])
     c.locator("[data-action=edit]").click()
-    c.get_by_label("Key").fill("   ")
     c.get_by_label("Text to apply").fill("Announce every release in #deploys, then wait.")
     c.get_by_label("Agent scope").fill("deploy-bot")
     c.get_by_label("Note for the history (optional)").fill("tighter")
+    # The key last, and seen blank before approving: filled first, right as the edit card arrived, it was sometimes
+    # back to the proposed key by the time of the click (1 run in 3), and the approval then rightly applied.
+    c.get_by_label("Key").fill("   ")
+    expect(c.get_by_label("Key")).to_have_value("   ")
     c.get_by_role("button", name="Approve edited").click()
-    expect(c).to_contain_text(re.compile(r"key", re.I))
+    # the refusal itself, not the form as it was before the answer came
+    expect(c.locator(".form-error")).to_contain_text(re.compile(r"key", re.I))
     expect(c.get_by_label("Text to apply")).to_have_value("Announce every release in #deploys, then wait.")
     expect(c.get_by_label("Agent scope")).to_have_value("deploy-bot")
     expect(c.get_by_label("Note for the history (optional)")).to_have_value("tighter")
