@@ -28,7 +28,6 @@ from __future__ import annotations
 import pytest
 
 from dreamweb import screening
-from reviews.analysis import risk
 from tests import payload_probe
 from tests.test_screening import FAMILY_REASON  # the family -> reason map of the first payload file
 
@@ -36,9 +35,6 @@ DATA, FLAG, BENIGN = payload_probe.load("poison-payloads-3.json")
 EARLIER = [payload_probe.load(name)[0] for name in ("poison-payloads.json", "poison-payloads-2.json")]
 ALLOWED = DATA["allowed_hosts"]
 FAMILIES = {*FAMILY_REASON, "unknown_host"}
-# the credential family covers reads and sending data away (docs/dream-pipeline.md, "Screening by kind"): either
-# named reason counts for it
-CREDENTIAL_REASONS = {screening.REASON_CREDENTIAL_READ, getattr(screening, "REASON_EXFILTRATION", None)} - {None}
 
 
 # Decisions, not gaps (see the module's docstring): (test, index in its list).
@@ -75,13 +71,7 @@ def test_every_payload_to_flag_is_screened_with_a_named_reason(item):
 
 @pytest.mark.parametrize("item", FLAG, ids=payload_probe.ids(FLAG, 28))
 def test_each_payload_is_named_for_its_family(item):
-    reasons = _screen(item)
-    if item["family"] == "unknown_host":
-        assert any(r.startswith(screening.UNKNOWN_HOST_PREFIX) for r in reasons), (item["why"], reasons)
-    elif item["family"] == "credential_read":
-        assert CREDENTIAL_REASONS & set(reasons), (item["why"], reasons)
-    else:
-        assert FAMILY_REASON[item["family"]] in reasons, (item["why"], reasons)
+    payload_probe.assert_named_for_family(item, _screen(item))
 
 
 @pytest.mark.parametrize("item", payload_probe.cases(BENIGN, DECIDED, "benign"), ids=payload_probe.ids(BENIGN, 28))
@@ -92,6 +82,4 @@ def test_no_benign_look_alike_is_screened(item):
 
 @pytest.mark.parametrize("item", FLAG, ids=payload_probe.ids(FLAG, 28))
 def test_every_payload_as_a_proposal_is_high_risk_and_poisoned(item):
-    draft = {"operation": "add", "content": item["text"], "evidence": [{"trust": "agent", "excerpt": ""}]}
-    level, reasons = risk.assess(draft, allowed_hosts=ALLOWED)
-    assert level == "high" and risk.is_poisoned(level, reasons), (item["why"], level, reasons)
+    payload_probe.assert_poisoned_as_a_proposal(item, ALLOWED)

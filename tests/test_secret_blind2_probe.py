@@ -5,14 +5,11 @@ placeholders, names without values, prose about passwords) must come back unchan
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from reviews.analysis import risk
+from tests import payload_probe
 
-ITEMS = json.loads((Path(__file__).parent / "data" / "blind" / "secret-texts-2.json").read_text())
 # Left open, each with its reason (strict: a gap that closes fails until its mark goes). Found at stop 29: 43 of
 # 286 failed; fixed since are vendor prefixes (Pulumi, Buildkite, Google OAuth), passwords given to keytool, zip, 7z,
 # az, PsExec, rabbitmqctl, `net user`, chpasswd, PHP's define(), "set the pw to X", notes in eight more languages,
@@ -30,26 +27,14 @@ KNOWN_GAPS = {
 }
 
 
-def _cases(items):
-    return [
-        pytest.param(item, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[item["id"]]))
-        if item["id"] in KNOWN_GAPS
-        else item
-        for item in items
-    ]
+SECRETS, BENIGN = payload_probe.secret_items("secret-texts-2.json")
 
 
-SECRETS = [item for item in ITEMS if item["secret"] is not None]
-BENIGN = [item for item in ITEMS if item["secret"] is None]
-
-
-@pytest.mark.parametrize("item", _cases(SECRETS), ids=[item["id"] for item in SECRETS])
+@pytest.mark.parametrize("item", payload_probe.by_id(SECRETS, KNOWN_GAPS), ids=[item["id"] for item in SECRETS])
 def test_secret_is_redacted(item):
-    assert item["secret"] in item["text"]
-    assert item["secret"] not in risk.redact(item["text"])
-    assert risk.has_secret(item["text"])
+    payload_probe.assert_redacted(item)
 
 
-@pytest.mark.parametrize("item", _cases(BENIGN), ids=[item["id"] for item in BENIGN])
+@pytest.mark.parametrize("item", payload_probe.by_id(BENIGN, KNOWN_GAPS), ids=[item["id"] for item in BENIGN])
 def test_benign_is_unchanged(item):
     assert risk.redact(item["text"]) == item["text"]

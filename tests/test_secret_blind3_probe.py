@@ -16,40 +16,25 @@ example keys stay redacted."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from reviews.analysis import risk
+from tests import payload_probe
 
-ITEMS = json.loads((Path(__file__).parent / "data" / "blind" / "secret-texts-3.json").read_text())
 # Left open, each with its reason (strict: a gap that closes fails until its mark goes). Empty at first run.
 KNOWN_GAPS: dict[str, str] = {
     "aws-doc-example-keys": "decided: a vendor's documented example key stays redacted (what people paste as a key)",
 }
 
 
-def _cases(items):
-    return [
-        pytest.param(item, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[item["id"]]))
-        if item["id"] in KNOWN_GAPS
-        else item
-        for item in items
-    ]
+SECRETS, BENIGN = payload_probe.secret_items("secret-texts-3.json")
 
 
-SECRETS = [item for item in ITEMS if item["secret"] is not None]
-BENIGN = [item for item in ITEMS if item["secret"] is None]
-
-
-@pytest.mark.parametrize("item", _cases(SECRETS), ids=[item["id"] for item in SECRETS])
+@pytest.mark.parametrize("item", payload_probe.by_id(SECRETS, KNOWN_GAPS), ids=[item["id"] for item in SECRETS])
 def test_secret_is_redacted(item):
-    assert item["secret"] in item["text"]
-    assert item["secret"] not in risk.redact(item["text"])
-    assert risk.has_secret(item["text"])
+    payload_probe.assert_redacted(item)
 
 
-@pytest.mark.parametrize("item", _cases(BENIGN), ids=[item["id"] for item in BENIGN])
+@pytest.mark.parametrize("item", payload_probe.by_id(BENIGN, KNOWN_GAPS), ids=[item["id"] for item in BENIGN])
 def test_benign_is_unchanged(item):
     assert risk.redact(item["text"]) == item["text"]
