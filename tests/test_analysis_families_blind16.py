@@ -11,6 +11,7 @@ from reviews.analysis import aggregate as ag
 from reviews.analysis import rules
 
 from .dream_sessions import session_doc
+from .test_analysis_families_blind14 import _calls  # a session of these tool calls, in order
 
 
 @pytest.mark.parametrize(
@@ -122,14 +123,6 @@ def test_two_entries_about_one_specific_path_address_range_host_or_time_are_one_
 )
 def test_entries_sharing_a_version_or_naming_other_facts_beside_the_anchor_are_not(a, b):
     assert not ag.entries_alike(*_pair(a, b))
-
-
-def _calls(*steps) -> list[dict]:
-    ev = [{"type": "message", "role": "user", "content": "Find it, please."}]
-    for i, (name, args, out, error) in enumerate(steps):
-        ev.append({"type": "tool_call", "id": f"c{i}", "name": name, "arguments": args})
-        ev.append({"type": "tool_result", "call_id": f"c{i}", "content": out, "is_error": error})
-    return ev
 
 
 def _found(*steps) -> list[dict]:
